@@ -1,0 +1,78 @@
+// The one validated shape every connection is opened from. Strings, URLs, the
+// options object and PG* variables are all turned into this by resolveConfig().
+
+export type SslMode = 'disable' | 'allow' | 'prefer' | 'require' | 'verify-ca' | 'verify-full'
+export type ChannelBinding = 'disable' | 'prefer' | 'require'
+export type SslNegotiation = 'postgres' | 'direct'
+export type TargetSessionAttrs = 'any' | 'read-write' | 'read-only' | 'primary' | 'standby' | 'prefer-standby'
+export type AuthMethodName = 'password' | 'md5' | 'scram-sha-256' | 'gss' | 'sspi' | 'none'
+export type ProtocolVersion = '3.0' | '3.2'
+
+/** A password, or a function returning one (called at every connection attempt, e.g. for rotating tokens). */
+export type PasswordSource = string | (() => string | Promise<string>)
+
+/** One host to try. A host starting with '/' is a unix-socket directory; '@' an abstract socket name. */
+export interface HostAddress {
+  host: string
+  port: number
+  /** libpq's hostaddr: a numeric address to connect to instead of resolving `host` (which still names it for TLS). */
+  hostaddr: string | undefined
+}
+
+/** The libpq `require_auth` setting: which methods the server may ask for. */
+export interface RequireAuth {
+  /** Methods named in the list. */
+  methods: ReadonlySet<AuthMethodName>
+  /** True when the list was given as negations (`!md5,!password`): the named methods are forbidden, the rest allowed. */
+  negated: boolean
+}
+
+export interface ConnectionConfig {
+  /** Tried in order until one accepts (or in random order with loadBalanceHosts: 'random'). Never empty. */
+  hosts: HostAddress[]
+  user: string
+  database: string
+  /** undefined: no password configured; then passfile is consulted at connect time. */
+  password: PasswordSource | undefined
+  /** Path of the password file (PGPASSFILE, passfile=, or ~/.pgpass); undefined when none applies. */
+  passfile: string | undefined
+  applicationName: string | undefined
+  fallbackApplicationName: string | undefined
+  /** libpq `options`: command-line options sent to the backend at startup, e.g. `-c search_path=app`. */
+  options: string | undefined
+  /** Further startup parameters (server settings such as statement_timeout), sent as given. */
+  runtimeParams: Record<string, string>
+
+  sslmode: SslMode
+  /** Path of a CA bundle, or 'system' for the system's trust store. undefined: the libpq default ~/.postgresql/root.crt if it exists. */
+  sslrootcert: string | undefined
+  sslcert: string | undefined
+  sslkey: string | undefined
+  sslpassword: string | undefined
+  sslcrl: string | undefined
+  /** Send the host name as TLS SNI (libpq sslsni, default true). */
+  sslsni: boolean
+  sslnegotiation: SslNegotiation
+  /** Extra options merged into node:tls connect options (e.g. `ca` as a string); from the options object only. */
+  tls: Record<string, unknown> | undefined
+  channelBinding: ChannelBinding
+  /** undefined: any method is allowed. */
+  requireAuth: RequireAuth | undefined
+  minProtocolVersion: ProtocolVersion
+  maxProtocolVersion: ProtocolVersion
+
+  /** Milliseconds; 0 means no limit. From connect_timeout (seconds) or connectTimeout (ms). */
+  connectTimeout: number
+  keepAlive: boolean
+  /** Milliseconds of idleness before the first keepalive probe. */
+  keepAliveIdle: number
+  targetSessionAttrs: TargetSessionAttrs
+  loadBalanceHosts: 'disable' | 'random'
+
+  /** pipegres: use named, cached prepared statements (false for PgBouncer in transaction mode). */
+  prepare: boolean
+  /** pipegres: how many prepared statements one connection keeps before closing the least recently used. */
+  statementCacheSize: number
+  /** pipegres: the largest message accepted from the server, in bytes. */
+  maxMessageSize: number
+}
