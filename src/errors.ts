@@ -13,6 +13,7 @@ export type ClientErrorCode =
   | 'PG_AUTH'
   | 'PG_PARAMETER'
   | 'PG_UNSUPPORTED'
+  | 'PG_INVALID_ARGUMENT'
 
 /** Base class of every error raised by pipegres itself. */
 export class PipegresError extends Error {
@@ -91,6 +92,13 @@ export interface PgErrorFields {
   file: string | undefined
   line: number | undefined
   routine: string | undefined
+}
+
+/** An API call was made with arguments it cannot accept (a query text that is not a string, an unknown option, ...). */
+export class ArgumentError extends PipegresError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('PG_INVALID_ARGUMENT', message, options)
+  }
 }
 
 /** An error reported by the server (an ErrorResponse), with all of its fields. */

@@ -1,0 +1,344 @@
+import type { Socket } from 'node:net'
+import type { ConnectionConfig, HostAddress } from '../config/types.js'
+import { ConnectionError, PgError, ProtocolError } from '../errors.js'
+import type { PgErrorFields } from '../errors.js'
+import {
+  decodeErrorFields,
+  decodeNotification,
+  decodeParameterStatus,
+  decodeReadyForQuery,
+  type Notification,
+  type TransactionStatus,
+} from '../protocol/backend.js'
+import { Framer, type MessageSink } from '../protocol/framer.js'
+import { Backend, backendMessageName } from '../protocol/message-codes.js'
+import { writeTerminate } from '../protocol/frontend.js'
+import { Writer } from '../protocol/writer.js'
+import { Queue } from './queue.js'
+import type { Request, RequestContext } from './request.js'
+import { Startup } from './startup.js'
+import { describeHost, socketError, type Transport } from './transport.js'
+
+/** What a connection tells its owner. None of these may throw. */
+export interface ConnectionEvents {
+  notice?(fields: PgErrorFields): void
+  notification?(n: Notification): void
+  parameterStatus?(name: string, value: string): void
+  /** The connection is gone; every request has already been settled. `err` is null after a clean end(). */
+  close?(err: Error | null): void
+}
+
+const enum State {
+  Startup,
+  Open,
+  /** end() called: no new requests; Terminate goes out once the in-flight ones finish. */
+  Ending,
+  Closed,
+}
+
+// A flush is forced once this much is buffered within one tick, so a caller that
+// issues a million queries in a loop does not build one giant buffer first.
+const FLUSH_BYTES = 128 * 1024
+
+/**
+ * One server connection: owns the socket, writes requests the moment they are
+ * issued (coalesced into one write per tick), and routes every reply to the
+ * request at the head of the in-flight FIFO. Knows nothing of types or queries.
+ */
+export class Connection implements MessageSink, RequestContext {
+  private state = State.Startup
+  private readonly socket: Socket
+  private readonly writer = new Writer()
+  private readonly framer: Framer
+  private readonly inflight = new Queue<Request>()
+  /** Requests not yet written because the socket is not draining (or startup is not done). */
+  private readonly pending = new Queue<Request>()
+  private blocked = false
+  private flushScheduled = false
+  private startup: Startup | null
+  private readonly startupDone: Promise<void>
+  private settleStartup!: (err: Error | null) => void
+  private endPromise: Promise<void> | null = null
+  private closeError: Error | null = null
+
+  /** Server settings reported by ParameterStatus, kept current. */
+  readonly serverParameters: Record<string, string> = Object.create(null) as Record<string, string>
+  processId = 0
+  secretKey: Uint8Array | undefined
+  /** Negotiated protocol minor version (3.0 or 3.2). */
+  protocolMinor = 0
+  transactionStatus: TransactionStatus = 'I'
+  readonly tls: boolean
+  readonly where: string
+
+  private readonly flushTick = (): void => {
+    this.flushScheduled = false
+    this.flush()
+  }
+
+  constructor(
+    transport: Transport,
+    readonly config: ConnectionConfig,
+    readonly host: HostAddress,
+    protocol: '3.0' | '3.2',
+    private readonly events: ConnectionEvents,
+  ) {
+    this.socket = transport.socket
+    this.tls = transport.tls
+    this.where = describeHost(host)
+    this.framer = new Framer(this, config.maxMessageSize)
+    this.startup = new Startup(this, config, host, transport, protocol)
+    this.startupDone = new Promise((resolve, reject) => {
+      this.settleStartup = (err) => (err ? reject(err) : resolve())
+    })
+    const socket = this.socket
+    socket.on('data', (chunk: Buffer) => this.onData(chunk))
+    socket.on('error', (err) => this.destroy(socketError(err, this.where)))
+    socket.on('close', () => this.onSocketClose())
+    socket.on('drain', () => this.onDrain())
+    socket.resume()
+    this.startup.begin()
+  }
+
+  /** Resolves once the server is ready for queries; rejects with the reason startup failed. */
+  ready(): Promise<void> {
+    return this.startupDone
+  }
+
+  get closed(): boolean {
+    return this.state === State.Closed
+  }
+
+  get open(): boolean {
+    return this.state === State.Open || this.state === State.Startup
+  }
+
+  /** Requests written and not yet complete. */
+  get inflightCount(): number {
+    return this.inflight.length
+  }
+
+  /** Requests waiting to be written. */
+  get pendingCount(): number {
+    return this.pending.length
+  }
+
+  get inflightBehind(): number {
+    return this.inflight.length - 1
+  }
+
+  /** Queues a request: written now (well, this tick) unless the socket is backed up. */
+  send(req: Request): void {
+    if (this.state !== State.Open) {
+      if (this.state === State.Startup) {
+        this.pending.push(req)
+        return
+      }
+      req.fail(this.closedError(), false)
+      return
+    }
+    if (this.blocked || this.pending.length > 0) {
+      this.pending.push(req)
+      return
+    }
+    this.write(req)
+  }
+
+  private closedError(): Error {
+    if (this.closeError) {
+      const e = this.closeError
+      if (e instanceof ConnectionError) return new ConnectionError(e.code, e.message, { cause: e })
+      return new ConnectionError('PG_CONNECTION_CLOSED', `connection to ${this.where} is closed: ${e.message}`, { cause: e })
+    }
+    return new ConnectionError('PG_CONNECTION_ENDED', 'the connection was ended by the client')
+  }
+
+  private write(req: Request): void {
+    const w = this.writer
+    const mark = w.length
+    try {
+      req.encode(w, this)
+    } catch (err) {
+      w.truncate(mark)
+      req.fail(err instanceof Error ? err : new Error(String(err)), false)
+      return
+    }
+    this.inflight.push(req)
+    if (w.length >= FLUSH_BYTES) this.flush()
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true
+      process.nextTick(this.flushTick)
+    }
+  }
+
+  writeNow(fn: (w: Writer) => void): void {
+    if (this.state === State.Closed) return
+    fn(this.writer)
+    this.flush()
+  }
+
+  private flush(): void {
+    if (this.writer.length === 0 || this.state === State.Closed) return
+    const chunk = this.writer.take()
+    if (!this.socket.write(chunk)) this.blocked = true
+  }
+
+  private onDrain(): void {
+    this.blocked = false
+    this.pump()
+  }
+
+  /** Writes waiting requests until the socket pushes back again. */
+  private pump(): void {
+    while (!this.blocked && this.pending.length > 0 && this.state !== State.Closed) {
+      this.write(this.pending.shift()!)
+      if (this.writer.length >= FLUSH_BYTES) this.flush()
+    }
+    if (this.state === State.Ending && this.pending.length === 0 && this.inflight.length === 0) this.terminate()
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.state === State.Closed) return
+    try {
+      this.framer.push(chunk)
+    } catch (err) {
+      this.destroy(err instanceof Error ? err : new Error(String(err)))
+    }
+  }
+
+  onMessage(type: number, buf: Uint8Array, start: number, end: number): void {
+    if (this.state === State.Closed) return
+    if (type === Backend.DataRow) {
+      // The hot path: no lookups beyond the head of the queue.
+      const head = this.inflight.peek()
+      if (head === undefined) this.unexpected(type)
+      head.handle(type, buf, start, end)
+      return
+    }
+    switch (type) {
+      case Backend.NoticeResponse:
+        this.events.notice?.(decodeErrorFields(buf, start, end, 'NoticeResponse'))
+        return
+      case Backend.ParameterStatus: {
+        const [name, value] = decodeParameterStatus(buf, start, end)
+        this.serverParameters[name] = value
+        this.events.parameterStatus?.(name, value)
+        return
+      }
+      case Backend.NotificationResponse:
+        if (this.startup !== null) this.unexpected(type)
+        this.events.notification?.(decodeNotification(buf, start, end))
+        return
+      case Backend.ErrorResponse:
+        return this.onError(decodeErrorFields(buf, start, end))
+    }
+    const startup = this.startup
+    if (startup !== null) {
+      if (startup.handle(type, buf, start, end)) this.startupComplete(startup, buf, start)
+      return
+    }
+    const head = this.inflight.peek()
+    if (head === undefined) this.unexpected(type)
+    if (type === Backend.ReadyForQuery) {
+      const status = decodeReadyForQuery(buf, start)
+      if (status === null) throw new ProtocolError(`server sent ReadyForQuery with an invalid transaction status byte 0x${buf[start]!.toString(16)}`)
+      this.transactionStatus = status
+    }
+    if (head.handle(type, buf, start, end)) {
+      this.inflight.shift()
+      if (this.state === State.Ending && this.inflight.length === 0 && this.pending.length === 0) this.terminate()
+    }
+  }
+
+  private unexpected(type: number): never {
+    throw new ProtocolError(`server sent ${backendMessageName(type)} while no query was waiting for a reply`)
+  }
+
+  private onError(fields: PgErrorFields): void {
+    const sev = fields.severityNonLocalized ?? fields.severity
+    if (sev === 'FATAL' || sev === 'PANIC') {
+      // The server is about to close the connection: report why to everything pending.
+      const pgErr = new PgError(fields)
+      if (this.startup !== null) {
+        this.destroy(pgErr)
+        return
+      }
+      this.destroy(new ConnectionError('PG_CONNECTION_CLOSED', `server closed the connection: ${fields.message} (SQLSTATE ${fields.code})`, { cause: pgErr }))
+      return
+    }
+    if (this.startup !== null) {
+      this.startup.error(fields)
+      return
+    }
+    const head = this.inflight.peek()
+    if (head === undefined) {
+      throw new ProtocolError(`server sent an ErrorResponse while no query was waiting for a reply: ${fields.message}`)
+    }
+    head.error(fields)
+  }
+
+  private startupComplete(startup: Startup, buf: Uint8Array, start: number): void {
+    const status = decodeReadyForQuery(buf, start)
+    if (status === null) throw new ProtocolError('server sent ReadyForQuery with an invalid transaction status byte')
+    this.transactionStatus = status
+    this.processId = startup.processId
+    this.secretKey = startup.secretKey
+    this.protocolMinor = startup.protocolMinor
+    this.startup = null
+    this.state = this.state === State.Startup ? State.Open : this.state
+    this.settleStartup(null)
+    this.pump()
+    this.flush()
+  }
+
+  /** Finishes what is in flight and queued, then closes. Later requests are rejected. */
+  end(): Promise<void> {
+    if (this.endPromise) return this.endPromise
+    this.endPromise = new Promise<void>((resolve) => {
+      if (this.state === State.Closed) return resolve()
+      this.socket.once('close', () => resolve())
+      if (this.state === State.Startup) {
+        this.destroy(new ConnectionError('PG_CONNECTION_ENDED', 'the connection was ended by the client before it was ready'))
+        return
+      }
+      this.state = State.Ending
+      if (this.inflight.length === 0 && this.pending.length === 0) this.terminate()
+    })
+    return this.endPromise
+  }
+
+  private terminate(): void {
+    if (this.state === State.Closed) return
+    writeTerminate(this.writer)
+    this.flush()
+    this.state = State.Closed
+    this.socket.end()
+    // A server that never closes its side must not keep end() waiting forever.
+    setTimeout(() => this.socket.destroy(), 5000).unref()
+    this.events.close?.(null)
+  }
+
+  /** Closes at once and rejects everything pending with `err`. */
+  destroy(err: Error): void {
+    if (this.state === State.Closed) return
+    const wasStartup = this.startup !== null
+    this.state = State.Closed
+    this.closeError = err
+    this.socket.destroy()
+    if (wasStartup) this.settleStartup(err)
+    for (const req of this.inflight.drain()) req.fail(err, true)
+    const unsent = this.pending.drain()
+    if (unsent.length > 0) {
+      const notSent = err instanceof ConnectionError ? err : new ConnectionError('PG_CONNECTION_CLOSED', `connection to ${this.where} failed: ${err.message}`, { cause: err })
+      for (const req of unsent) req.fail(notSent, false)
+    }
+    this.events.close?.(err)
+  }
+
+  private onSocketClose(): void {
+    if (this.state === State.Closed) return
+    const partial = this.framer.holdsPartial ? ' in the middle of a message' : ''
+    const what = this.startup !== null ? 'during startup' : this.inflight.length > 0 ? 'while queries were in flight' : 'unexpectedly'
+    this.destroy(new ConnectionError('PG_CONNECTION_CLOSED', `server at ${this.where} closed the connection ${what}${partial}`))
+  }
+}

@@ -1,0 +1,40 @@
+import type { PgErrorFields } from '../errors.js'
+import type { Writer } from '../protocol/writer.js'
+
+/**
+ * What the connection knows of a request: the messages it writes, and a state
+ * machine that accepts exactly the replies that request can legally receive, in
+ * order. The connection routes every reply to the request at the head of its
+ * in-flight FIFO and nothing else; a reply that request cannot accept is a
+ * protocol violation that closes the connection, never a result shifted onto
+ * another request.
+ */
+export interface Request {
+  /**
+   * Appends this request's messages to `w`. Called once, when the request's
+   * turn to be written comes (requests wait unencoded while the socket is not
+   * draining). If it throws, the connection discards what it wrote and rejects
+   * the request through fail() without sending anything.
+   */
+  encode(w: Writer, conn: RequestContext): void
+  /**
+   * A reply for this request, other than ErrorResponse. Returns true when the
+   * request is complete (normally on its ReadyForQuery). Throws ProtocolError
+   * when the message is not legal in the request's current state.
+   */
+  handle(type: number, buf: Uint8Array, start: number, end: number): boolean
+  /** An ErrorResponse for this request. Throws ProtocolError when one is not legal now. */
+  error(fields: PgErrorFields): void
+  /** The connection failed or closed: settle with `err`. `sent` tells whether the request had been written. */
+  fail(err: Error, sent: boolean): void
+}
+
+/** What a request may ask of the connection while it is in flight. */
+export interface RequestContext {
+  /** Requests written after the one asking (still waiting for replies). */
+  readonly inflightBehind: number
+  /** Writes extra messages right away (e.g. CopyFail + Sync in answer to an unexpected COPY). */
+  writeNow(fn: (w: Writer) => void): void
+  /** Closes the connection, failing every request with `err`. */
+  destroy(err: Error): void
+}

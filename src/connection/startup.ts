@@ -1,0 +1,283 @@
+import type { ConnectionConfig, AuthMethodName, HostAddress } from '../config/types.js'
+import { passwordFromPassfile } from '../config/index.js'
+import { AuthError, ConnectionError, PgError, ProtocolError } from '../errors.js'
+import type { PgErrorFields } from '../errors.js'
+import { chooseSaslMechanism, md5PasswordMessage, ScramClient, tlsServerEndPointHash } from '../auth/index.js'
+import {
+  decodeAuthentication,
+  decodeBackendKeyData,
+  decodeNegotiateProtocolVersion,
+  decodeSaslMechanisms,
+} from '../protocol/backend.js'
+import { Auth, Backend, backendMessageName, ProtocolVersion30, ProtocolVersion32 } from '../protocol/message-codes.js'
+import { writePassword, writeSASLInitialResponse, writeSASLResponse, writeStartup } from '../protocol/frontend.js'
+import type { Writer } from '../protocol/writer.js'
+import { isUnixHost, type Transport } from './transport.js'
+
+// The startup handshake as a state machine: StartupMessage, then whatever
+// authentication exchange the server asks for, then BackendKeyData and
+// ParameterStatus until the first ReadyForQuery. It only ever accepts the
+// messages the protocol allows at each step.
+
+export interface StartupHost {
+  writeNow(fn: (w: Writer) => void): void
+  destroy(err: Error): void
+}
+
+type Phase =
+  | 'auth' // waiting for an Authentication request or NegotiateProtocolVersion
+  | 'busy' // computing our answer; the server must wait for it
+  | 'sasl-continue'
+  | 'sasl-final'
+  | 'password-sent' // waiting for AuthenticationOk after a password
+  | 'authenticated' // AuthenticationOk seen: BackendKeyData, ParameterStatus, ReadyForQuery
+  | 'done'
+
+export class Startup {
+  private phase: Phase = 'auth'
+  private scram: ScramClient | undefined
+  private authMethod: AuthMethodName | undefined
+  private negotiated = false
+  processId = 0
+  secretKey: Uint8Array | undefined
+  protocolMinor: number
+
+  constructor(
+    private readonly host: StartupHost,
+    private readonly config: ConnectionConfig,
+    private readonly address: HostAddress,
+    private readonly transport: Transport,
+    protocol: '3.0' | '3.2',
+  ) {
+    this.protocolMinor = protocol === '3.2' ? 2 : 0
+  }
+
+  /** Writes the StartupMessage. */
+  begin(): void {
+    const c = this.config
+    const params: [string, string][] = [
+      ['user', c.user],
+      ['database', c.database],
+      ['client_encoding', 'UTF8'],
+      ['DateStyle', 'ISO, MDY'],
+    ]
+    const app = c.applicationName ?? c.fallbackApplicationName
+    if (app !== undefined) params.push(['application_name', app])
+    if (c.options !== undefined) params.push(['options', c.options])
+    for (const [k, v] of Object.entries(c.runtimeParams)) params.push([k, v])
+    const version = this.protocolMinor === 2 ? ProtocolVersion32 : ProtocolVersion30
+    this.host.writeNow((w) => writeStartup(w, version, params))
+  }
+
+  private violation(type: number): never {
+    throw new ProtocolError(`server sent ${backendMessageName(type)} during startup while ${this.phase === 'busy' ? 'it should be waiting for the client' : `in phase "${this.phase}"`}`)
+  }
+
+  /** Handles one startup message; returns true on the first ReadyForQuery. */
+  handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
+    switch (type) {
+      case Backend.Authentication:
+        this.authentication(buf, start, end)
+        return false
+      case Backend.NegotiateProtocolVersion:
+        this.negotiate(buf, start, end)
+        return false
+      case Backend.BackendKeyData: {
+        if (this.phase !== 'authenticated') this.violation(type)
+        const key = decodeBackendKeyData(buf, start, end)
+        const max = this.protocolMinor >= 2 ? 256 : 4
+        if (key.secretKey.length < 4 || key.secretKey.length > max) {
+          throw new ProtocolError(`server sent a cancel key of ${key.secretKey.length} bytes, not allowed in protocol 3.${this.protocolMinor}`)
+        }
+        this.processId = key.processId
+        this.secretKey = key.secretKey
+        return false
+      }
+      case Backend.ReadyForQuery:
+        if (this.phase !== 'authenticated') this.violation(type)
+        this.phase = 'done'
+        return true
+      default:
+        this.violation(type)
+    }
+  }
+
+  /** An ErrorResponse during startup fails this attempt with the server's error. */
+  error(fields: PgErrorFields): never {
+    throw new PgError(fields)
+  }
+
+  private negotiate(buf: Uint8Array, start: number, end: number): void {
+    // Only valid as the first answer, and only to lower the minor version we asked for.
+    if (this.phase !== 'auth' || this.negotiated || this.authMethod !== undefined) this.violation(Backend.NegotiateProtocolVersion)
+    this.negotiated = true
+    const { newestMinor, unsupportedOptions } = decodeNegotiateProtocolVersion(buf, start, end)
+    if (unsupportedOptions.length > 0) {
+      throw new ProtocolError(`server rejected protocol options the client never sent: ${unsupportedOptions.join(', ')}`)
+    }
+    if (newestMinor >= this.protocolMinor || newestMinor < 0) {
+      throw new ProtocolError(`server offered protocol version 3.${newestMinor} in answer to a request for 3.${this.protocolMinor}`)
+    }
+    const min = this.config.minProtocolVersion === '3.2' ? 2 : 0
+    if (newestMinor < min) {
+      throw new ConnectionError(
+        'PG_CONNECTION_CLOSED',
+        `server supports protocol 3.${newestMinor} at most, but min_protocol_version is ${this.config.minProtocolVersion}`,
+      )
+    }
+    this.protocolMinor = newestMinor
+  }
+
+  private allow(method: AuthMethodName, what: string): void {
+    const ra = this.config.requireAuth
+    if (ra !== undefined) {
+      const listed = ra.methods.has(method)
+      if (ra.negated ? listed : !listed) {
+        throw new AuthError(method, `server requested ${what}, which require_auth does not allow`)
+      }
+    }
+    if (this.config.channelBinding === 'require' && method !== 'scram-sha-256') {
+      throw new AuthError(method, `server requested ${what}, but channel_binding=require needs SCRAM-SHA-256-PLUS`)
+    }
+  }
+
+  private authentication(buf: Uint8Array, start: number, end: number): void {
+    const req = decodeAuthentication(buf, start, end)
+    switch (req.code) {
+      case Auth.Ok:
+        return this.authOk()
+      case Auth.CleartextPassword:
+        if (this.phase !== 'auth' || req.data.length !== 0) this.violation(Backend.Authentication)
+        this.allow('password', 'a cleartext password')
+        this.authMethod = 'password'
+        this.phase = 'busy'
+        this.async(async () => {
+          const password = await this.password('password')
+          this.host.writeNow((w) => writePassword(w, password))
+          this.phase = 'password-sent'
+        })
+        return
+      case Auth.MD5Password: {
+        if (this.phase !== 'auth' || req.data.length !== 4) this.violation(Backend.Authentication)
+        this.allow('md5', 'MD5 password authentication')
+        this.authMethod = 'md5'
+        this.phase = 'busy'
+        const salt = req.data
+        this.async(async () => {
+          const password = await this.password('md5')
+          const hashed = md5PasswordMessage(this.config.user, password, salt)
+          this.host.writeNow((w) => writePassword(w, hashed))
+          this.phase = 'password-sent'
+        })
+        return
+      }
+      case Auth.SASL: {
+        if (this.phase !== 'auth') this.violation(Backend.Authentication)
+        this.allow('scram-sha-256', 'SASL authentication')
+        this.authMethod = 'scram-sha-256'
+        const offered = decodeSaslMechanisms(req.data)
+        let bindingData: Uint8Array | undefined
+        if (this.transport.tls && this.transport.peerCertificate && this.config.channelBinding !== 'disable') {
+          try {
+            bindingData = tlsServerEndPointHash(this.transport.peerCertificate)
+          } catch (err) {
+            if (this.config.channelBinding === 'require') throw err
+          }
+        }
+        const choice = chooseSaslMechanism(offered, {
+          channelBinding: this.config.channelBinding,
+          tls: this.transport.tls,
+          bindingDataAvailable: bindingData !== undefined,
+        })
+        this.phase = 'busy'
+        this.async(async () => {
+          const password = await this.password(choice.mechanism)
+          const scram = new ScramClient({
+            password,
+            mechanism: choice.mechanism,
+            channelBindingData: choice.mechanism === 'SCRAM-SHA-256-PLUS' ? bindingData : undefined,
+            clientSupportsBinding: choice.clientSupportsBinding,
+          })
+          this.scram = scram
+          const first = scram.clientFirst()
+          this.host.writeNow((w) => writeSASLInitialResponse(w, choice.mechanism, first))
+          this.phase = 'sasl-continue'
+        })
+        return
+      }
+      case Auth.SASLContinue: {
+        if (this.phase !== 'sasl-continue' || !this.scram) this.violation(Backend.Authentication)
+        const scram = this.scram
+        this.phase = 'busy'
+        this.async(async () => {
+          const final = await scram.clientFinal(req.data)
+          this.host.writeNow((w) => writeSASLResponse(w, final))
+          this.phase = 'sasl-final'
+        })
+        return
+      }
+      case Auth.SASLFinal:
+        if (this.phase !== 'sasl-final' || !this.scram) this.violation(Backend.Authentication)
+        this.scram.verifyServerFinal(req.data)
+        this.phase = 'password-sent'
+        return
+      case Auth.KerberosV5:
+        throw new AuthError('gss', 'server requested Kerberos V5 authentication, which PostgreSQL no longer supports and pipegres does not implement')
+      case Auth.GSS:
+      case Auth.GSSContinue:
+        this.allow('gss', 'GSSAPI authentication')
+        throw new AuthError('gss', 'server requested GSSAPI authentication, which pipegres does not support')
+      case Auth.SSPI:
+        this.allow('sspi', 'SSPI authentication')
+        throw new AuthError('sspi', 'server requested SSPI authentication, which pipegres does not support')
+      default:
+        throw new AuthError('unknown', `server requested an unknown authentication method (code ${req.code})`)
+    }
+  }
+
+  private authOk(): void {
+    if (this.phase === 'auth') {
+      // Trust, peer, or certificate authentication: no exchange happened.
+      this.allow('none', 'no authentication')
+    } else if (this.phase !== 'password-sent' || (this.scram !== undefined && !this.scram.verified)) {
+      // AuthenticationOk in the middle of SCRAM would skip verifying the server's signature.
+      this.violation(Backend.Authentication)
+    }
+    if (this.config.channelBinding === 'require' && this.scram?.mechanism !== 'SCRAM-SHA-256-PLUS') {
+      throw new AuthError('scram-sha-256', 'channel_binding=require, but the server authenticated the client without channel binding')
+    }
+    this.phase = 'authenticated'
+  }
+
+  private async password(method: string): Promise<string> {
+    const c = this.config
+    let p: string | undefined
+    if (typeof c.password === 'function') {
+      try {
+        p = await c.password()
+      } catch (err) {
+        throw new AuthError(method, 'the password function failed', { cause: err })
+      }
+      if (typeof p !== 'string') throw new AuthError(method, 'the password function did not return a string')
+    } else if (c.password !== undefined) {
+      p = c.password
+    } else if (c.passfile !== undefined) {
+      const h = this.address
+      const host = isUnixHost(h.host) ? 'localhost' : h.host
+      p = await passwordFromPassfile(c.passfile, host, h.port, c.database, c.user)
+    }
+    if (p === undefined) {
+      throw new AuthError(method, `server requested ${method === 'md5' ? 'MD5 password' : method === 'password' ? 'cleartext password' : method} authentication for user "${c.user}", but no password was provided`)
+    }
+    return p
+  }
+
+  private async(fn: () => Promise<void>): void {
+    fn().catch((err: unknown) => this.host.destroy(err instanceof Error ? err : new Error(String(err))))
+  }
+
+  /** Messages arriving while an answer is being computed are not allowed by the protocol. */
+  get waitingForClient(): boolean {
+    return this.phase === 'busy'
+  }
+}

@@ -1,0 +1,84 @@
+import { readFileSync, existsSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
+import { isIP } from 'node:net'
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls'
+import type { ConnectionConfig } from '../config/types.js'
+import { ConfigError } from '../errors.js'
+
+// libpq's sslmode semantics, mapped onto node:tls:
+//   require    encrypt; verify nothing, unless a root certificate is available,
+//              in which case the chain is verified as verify-ca does
+//   verify-ca  verify the chain against sslrootcert, not the host name
+//   verify-full verify the chain and that the certificate names the host
+// Certificate files default to ~/.postgresql/{root.crt,postgresql.crt,postgresql.key}
+// and are read at connect time, as libpq does.
+
+function defaultFile(name: string): string {
+  return join(homedir(), '.postgresql', name)
+}
+
+function readSetting(setting: string, path: string): Buffer {
+  try {
+    return readFileSync(path)
+  } catch (err) {
+    throw new ConfigError(setting, `could not read ${setting} file "${path}": ${(err as Error).message}`, { cause: err })
+  }
+}
+
+export function tlsOptionsFor(config: ConnectionConfig, host: string, direct: boolean): TlsConnectionOptions {
+  const opts: TlsConnectionOptions = {}
+  const mode = config.sslmode
+  const userTls = config.tls ?? {}
+
+  let verifyChain = mode === 'verify-ca' || mode === 'verify-full'
+  let verifyHost = mode === 'verify-full'
+  const rootcert = config.sslrootcert
+  if (rootcert === 'system') {
+    // The system store, and always with full verification (libpq 16 rule).
+    verifyChain = true
+    verifyHost = true
+  } else if (rootcert !== undefined) {
+    opts.ca = readSetting('sslrootcert', rootcert)
+    // libpq verifies the chain whenever a root certificate is available, in
+    // every mode that encrypts.
+    verifyChain = true
+  } else if ('ca' in userTls) {
+    verifyChain = true
+  } else {
+    const fallback = defaultFile('root.crt')
+    if (existsSync(fallback)) {
+      opts.ca = readSetting('sslrootcert', fallback)
+      verifyChain = true
+    } else if (verifyChain) {
+      throw new ConfigError(
+        'sslrootcert',
+        `sslmode=${mode} needs a root certificate to verify the server, but sslrootcert is not set and "${fallback}" does not exist; ` +
+          'set sslrootcert to a CA file, use sslrootcert=system for the system trust store, or choose a weaker sslmode',
+      )
+    }
+  }
+
+  const certPath = config.sslcert ?? (existsSync(defaultFile('postgresql.crt')) ? defaultFile('postgresql.crt') : undefined)
+  if (certPath !== undefined) {
+    opts.cert = readSetting('sslcert', certPath)
+    const keyPath = config.sslkey ?? defaultFile('postgresql.key')
+    opts.key = readSetting('sslkey', keyPath)
+    if (config.sslpassword !== undefined) opts.passphrase = config.sslpassword
+  } else if (config.sslkey !== undefined) {
+    throw new ConfigError('sslkey', 'sslkey is set but sslcert is not; a client key needs its certificate')
+  }
+  if (config.sslcrl !== undefined) opts.crl = readSetting('sslcrl', config.sslcrl)
+
+  opts.rejectUnauthorized = verifyChain
+  if (verifyChain && !verifyHost) opts.checkServerIdentity = () => undefined
+  const unix = host.startsWith('/') || host.startsWith('@')
+  if (!unix && config.sslsni && isIP(host) === 0) opts.servername = host
+  if (verifyHost && opts.servername === undefined && !unix) {
+    // node checks the name it was given as servername; for an IP literal it
+    // needs the host explicitly to match an IP SAN.
+    opts.host = host
+  }
+  if (direct) opts.ALPNProtocols = ['postgresql']
+  return { ...opts, ...userTls } as TlsConnectionOptions
+}

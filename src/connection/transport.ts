@@ -1,0 +1,191 @@
+import * as net from 'node:net'
+import * as tls from 'node:tls'
+import { join } from 'node:path'
+import type { ConnectionConfig, HostAddress } from '../config/types.js'
+import { ConnectionError, ProtocolError } from '../errors.js'
+import { writeSSLRequest } from '../protocol/frontend.js'
+import { Writer } from '../protocol/writer.js'
+import { tlsOptionsFor } from './tls-options.js'
+
+// Opens the byte stream a connection runs over: TCP, a unix socket, TLS after
+// an SSLRequest, or TLS from the first byte (sslnegotiation=direct). Everything
+// above this file sees a duplex stream and whether it is encrypted.
+
+export type TlsAttempt = 'none' | 'request' | 'request-or-plain' | 'direct'
+
+export interface Transport {
+  socket: net.Socket
+  tls: boolean
+  /** The server certificate (DER) when TLS is in use, for SCRAM channel binding. */
+  peerCertificate: Uint8Array | undefined
+}
+
+export function isUnixHost(host: string): boolean {
+  return host.startsWith('/') || host.startsWith('@')
+}
+
+/** Where a host entry connects to, for messages (never contains a password). */
+export function describeHost(h: HostAddress): string {
+  if (isUnixHost(h.host)) return `${socketPath(h)}`
+  const addr = h.hostaddr ?? h.host
+  return addr.includes(':') ? `[${addr}]:${h.port}` : `${addr}:${h.port}`
+}
+
+function socketPath(h: HostAddress): string {
+  // '@name' is a socket in Linux's abstract namespace: the path starts with NUL.
+  if (h.host.startsWith('@')) return `\0${h.host.slice(1)}/.s.PGSQL.${h.port}`
+  return join(h.host, `.s.PGSQL.${h.port}`)
+}
+
+const connectCodes: Record<string, 'PG_CONNECTION_REFUSED' | 'PG_CONNECTION_RESET'> = {
+  ECONNREFUSED: 'PG_CONNECTION_REFUSED',
+  ENOENT: 'PG_CONNECTION_REFUSED',
+  ENOTFOUND: 'PG_CONNECTION_REFUSED',
+  EAI_AGAIN: 'PG_CONNECTION_REFUSED',
+  EHOSTUNREACH: 'PG_CONNECTION_REFUSED',
+  ENETUNREACH: 'PG_CONNECTION_REFUSED',
+  EACCES: 'PG_CONNECTION_REFUSED',
+  ECONNRESET: 'PG_CONNECTION_RESET',
+  EPIPE: 'PG_CONNECTION_RESET',
+}
+
+/** Turns a socket-level error into a ConnectionError that names the host. */
+export function socketError(err: unknown, where: string): ConnectionError {
+  if (err instanceof ConnectionError || err instanceof ProtocolError) return err
+  const e = err as NodeJS.ErrnoException
+  const code = (e.code ? connectCodes[e.code] : undefined) ?? 'PG_CONNECTION_CLOSED'
+  const verb = code === 'PG_CONNECTION_REFUSED' ? 'could not connect to' : 'connection to'
+  const suffix = code === 'PG_CONNECTION_REFUSED' ? '' : ' failed'
+  return new ConnectionError(code, `${verb} ${where}${suffix}: ${e.message}`, { cause: err })
+}
+
+function waitConnect(socket: net.Socket, event: 'connect' | 'secureConnect', where: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => {
+      cleanup()
+      if (event === 'secureConnect') reject(tlsError(err, where))
+      else reject(socketError(err, where))
+    }
+    const onClose = () => {
+      cleanup()
+      reject(new ConnectionError('PG_CONNECTION_CLOSED', `connection to ${where} closed before it was established`))
+    }
+    const onOk = () => {
+      cleanup()
+      resolve()
+    }
+    const cleanup = () => {
+      socket.off('error', onError)
+      socket.off('close', onClose)
+      socket.off(event, onOk)
+    }
+    socket.once('error', onError)
+    socket.once('close', onClose)
+    socket.once(event, onOk)
+  })
+}
+
+function tlsError(err: unknown, where: string): ConnectionError {
+  if (err instanceof ConnectionError) return err
+  const e = err as NodeJS.ErrnoException
+  if (e.code && connectCodes[e.code]) return socketError(err, where)
+  return new ConnectionError('PG_TLS', `TLS connection to ${where} failed: ${e.message}`, { cause: err })
+}
+
+/** Reads the one-byte answer to SSLRequest. Any further byte is an attack (CVE-2021-23222) or a broken server. */
+function readSslAnswer(socket: net.Socket, where: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      cleanup()
+      socket.pause()
+      if (chunk.length !== 1) {
+        reject(new ProtocolError(`server at ${where} sent ${chunk.length - 1} unexpected bytes after its answer to SSLRequest`))
+        return
+      }
+      resolve(chunk[0]!)
+    }
+    const onError = (err: Error) => {
+      cleanup()
+      reject(socketError(err, where))
+    }
+    const onClose = () => {
+      cleanup()
+      reject(new ConnectionError('PG_CONNECTION_CLOSED', `server at ${where} closed the connection in answer to SSLRequest`))
+    }
+    const cleanup = () => {
+      socket.off('data', onData)
+      socket.off('error', onError)
+      socket.off('close', onClose)
+    }
+    socket.on('data', onData)
+    socket.once('error', onError)
+    socket.once('close', onClose)
+    socket.resume()
+  })
+}
+
+/** Raised when the server refuses TLS ('N') so the caller can go on in plaintext where the sslmode allows it. */
+export class TlsRefused extends ConnectionError {}
+
+/**
+ * Opens a transport. `register` receives the socket as soon as it exists so the
+ * caller can destroy it on a connect timeout.
+ */
+export async function openTransport(
+  config: ConnectionConfig,
+  h: HostAddress,
+  attempt: TlsAttempt,
+  register: (s: net.Socket) => void,
+): Promise<Transport> {
+  const where = describeHost(h)
+  const unix = isUnixHost(h.host)
+  const target = h.hostaddr ?? h.host
+
+  if (attempt === 'direct' && !unix) {
+    const options = tlsOptionsFor(config, h.host, true)
+    const socket = tls.connect({ ...options, host: target, port: h.port })
+    register(socket)
+    await waitConnect(socket, 'secureConnect', where)
+    if (socket.alpnProtocol !== 'postgresql') {
+      socket.destroy()
+      throw new ConnectionError('PG_TLS', `server at ${where} did not negotiate the "postgresql" ALPN protocol for a direct TLS connection`)
+    }
+    return finish(socket, true, config)
+  }
+
+  const socket = unix ? net.connect({ path: socketPath(h) }) : net.connect({ host: target, port: h.port })
+  register(socket)
+  await waitConnect(socket, 'connect', where)
+  // Unix sockets are never encrypted, whatever the sslmode (as in libpq).
+  if (attempt === 'none' || unix) return finish(socket, false, config)
+
+  const w = new Writer(64)
+  writeSSLRequest(w)
+  socket.write(w.take())
+  const answer = await readSslAnswer(socket, where)
+  if (answer === 0x4e /* N */) {
+    if (attempt === 'request-or-plain') return finish(socket, false, config)
+    socket.destroy()
+    throw new TlsRefused('PG_TLS', `server at ${where} does not support TLS, but sslmode=${config.sslmode} requires it`)
+  }
+  if (answer !== 0x53 /* S */) {
+    socket.destroy()
+    throw new ProtocolError(`server at ${where} answered SSLRequest with byte 0x${answer.toString(16).padStart(2, '0')}`)
+  }
+  const options = tlsOptionsFor(config, h.host, false)
+  const secure = tls.connect({ ...options, socket })
+  register(secure)
+  await waitConnect(secure, 'secureConnect', where)
+  return finish(secure, true, config)
+}
+
+function finish(socket: net.Socket, encrypted: boolean, config: ConnectionConfig): Transport {
+  socket.setNoDelay(true)
+  if (config.keepAlive) socket.setKeepAlive(true, config.keepAliveIdle)
+  let peerCertificate: Uint8Array | undefined
+  if (encrypted) {
+    const cert = (socket as tls.TLSSocket).getPeerX509Certificate()
+    peerCertificate = cert?.raw
+  }
+  return { socket, tls: encrypted, peerCertificate }
+}

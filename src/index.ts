@@ -1,0 +1,20 @@
+// The public API of pipegres. Nothing else is importable: package.json exports
+// only this entry, so everything under it is free to change.
+
+export { Client, connect } from './client.js'
+export type { ClientOptions, QueryOptions, ClientEvents, Result, Row, Field, RowMode } from './client.js'
+export type { ConnectOptions } from './config/index.js'
+export type { SslMode, ChannelBinding, SslNegotiation, TargetSessionAttrs, PasswordSource } from './config/types.js'
+export { fragment, identifier, quoteIdentifier, Fragment, Identifier } from './query/sql-template.js'
+export type { Notification, TransactionStatus } from './protocol/backend.js'
+export {
+  PipegresError,
+  ConnectionError,
+  ProtocolError,
+  ConfigError,
+  AuthError,
+  ParameterError,
+  ArgumentError,
+  PgError,
+} from './errors.js'
+export type { ClientErrorCode, PgErrorFields, PgNotice } from './errors.js'

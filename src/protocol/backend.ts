@@ -1,0 +1,221 @@
+import type { PgErrorFields } from '../errors.js'
+import { Reader } from './reader.js'
+
+// Decoders for the backend messages that are read once per query or less. The
+// per-row DataRow is deliberately absent: rows are decoded by a plan built once
+// per statement (see types/), straight from the socket chunk.
+
+/** One column of a RowDescription. */
+export interface FieldDescription {
+  name: string
+  /** OID of the table the column comes from, or 0. */
+  tableOid: number
+  /** Attribute number of the column in that table, or 0. */
+  columnNumber: number
+  typeOid: number
+  typeSize: number
+  typeModifier: number
+  /** 0 text, 1 binary (always 0 in a statement's description). */
+  format: number
+}
+
+export function decodeRowDescription(buf: Uint8Array, start: number, end: number): FieldDescription[] {
+  const r = new Reader(buf, start, end, 'RowDescription')
+  const n = r.u16()
+  const fields: FieldDescription[] = new Array(n)
+  for (let i = 0; i < n; i++) {
+    fields[i] = {
+      name: r.cstr(),
+      tableOid: r.u32(),
+      columnNumber: r.i16(),
+      typeOid: r.u32(),
+      typeSize: r.i16(),
+      typeModifier: r.i32(),
+      format: r.i16(),
+    }
+  }
+  r.done()
+  return fields
+}
+
+export function decodeParameterDescription(buf: Uint8Array, start: number, end: number): number[] {
+  const r = new Reader(buf, start, end, 'ParameterDescription')
+  const n = r.u16()
+  const oids: number[] = new Array(n)
+  for (let i = 0; i < n; i++) oids[i] = r.u32()
+  r.done()
+  return oids
+}
+
+const errorFieldNames: Record<number, keyof PgErrorFields> = {
+  0x53: 'severity', // S
+  0x56: 'severityNonLocalized', // V
+  0x43: 'code', // C
+  0x4d: 'message', // M
+  0x44: 'detail', // D
+  0x48: 'hint', // H
+  0x50: 'position', // P
+  0x70: 'internalPosition', // p
+  0x71: 'internalQuery', // q
+  0x57: 'where', // W
+  0x73: 'schema', // s
+  0x74: 'table', // t
+  0x63: 'column', // c
+  0x64: 'dataType', // d
+  0x6e: 'constraint', // n
+  0x46: 'file', // F
+  0x4c: 'line', // L
+  0x52: 'routine', // R
+}
+
+const numericFields = new Set<keyof PgErrorFields>(['position', 'internalPosition', 'line'])
+
+/** ErrorResponse and NoticeResponse share this format. Unknown field codes are skipped, as the protocol requires. */
+export function decodeErrorFields(buf: Uint8Array, start: number, end: number, what = 'ErrorResponse'): PgErrorFields {
+  const r = new Reader(buf, start, end, what)
+  const f: PgErrorFields = {
+    severity: 'ERROR',
+    severityNonLocalized: undefined,
+    code: 'XX000',
+    message: '',
+    detail: undefined,
+    hint: undefined,
+    position: undefined,
+    internalPosition: undefined,
+    internalQuery: undefined,
+    where: undefined,
+    schema: undefined,
+    table: undefined,
+    column: undefined,
+    dataType: undefined,
+    constraint: undefined,
+    file: undefined,
+    line: undefined,
+    routine: undefined,
+  }
+  let sawMessage = false
+  for (;;) {
+    const code = r.u8()
+    if (code === 0) break
+    const value = r.cstr()
+    const key = errorFieldNames[code]
+    if (key === undefined) continue
+    if (numericFields.has(key)) {
+      const n = Number(value)
+      ;(f as unknown as Record<string, unknown>)[key] = Number.isInteger(n) ? n : undefined
+    } else {
+      ;(f as unknown as Record<string, unknown>)[key] = value
+      if (key === 'message') sawMessage = true
+    }
+  }
+  r.done()
+  if (!sawMessage) f.message = `${what.replace('Response', '').toLowerCase()} without a message (SQLSTATE ${f.code})`
+  return f
+}
+
+export function decodeParameterStatus(buf: Uint8Array, start: number, end: number): [string, string] {
+  const r = new Reader(buf, start, end, 'ParameterStatus')
+  const name = r.cstr()
+  const value = r.cstr()
+  r.done()
+  return [name, value]
+}
+
+export interface BackendKeyData {
+  processId: number
+  secretKey: Uint8Array
+}
+
+export function decodeBackendKeyData(buf: Uint8Array, start: number, end: number): BackendKeyData {
+  const r = new Reader(buf, start, end, 'BackendKeyData')
+  const processId = r.i32()
+  if (r.remaining < 4) r.bytes(4)
+  return { processId, secretKey: r.rest() }
+}
+
+export interface AuthenticationRequest {
+  code: number
+  /** What follows the code: salt, SASL mechanism list, SASL data. */
+  data: Uint8Array
+}
+
+export function decodeAuthentication(buf: Uint8Array, start: number, end: number): AuthenticationRequest {
+  const r = new Reader(buf, start, end, 'Authentication')
+  const code = r.i32()
+  return { code, data: r.rest() }
+}
+
+/** The SASL mechanism names of an AuthenticationSASL request. */
+export function decodeSaslMechanisms(data: Uint8Array): string[] {
+  const r = new Reader(data, 0, data.length, 'AuthenticationSASL')
+  const out: string[] = []
+  for (;;) {
+    const name = r.cstr()
+    if (name === '') break
+    out.push(name)
+  }
+  r.done()
+  return out
+}
+
+export interface NegotiateProtocolVersion {
+  newestMinor: number
+  unsupportedOptions: string[]
+}
+
+export function decodeNegotiateProtocolVersion(buf: Uint8Array, start: number, end: number): NegotiateProtocolVersion {
+  const r = new Reader(buf, start, end, 'NegotiateProtocolVersion')
+  const newestMinor = r.i32()
+  const n = r.i32()
+  if (n < 0 || n > r.remaining) r.bytes(-1)
+  const unsupportedOptions: string[] = []
+  for (let i = 0; i < n; i++) unsupportedOptions.push(r.cstr())
+  r.done()
+  return { newestMinor, unsupportedOptions }
+}
+
+export function decodeCommandComplete(buf: Uint8Array, start: number, end: number): string {
+  const r = new Reader(buf, start, end, 'CommandComplete')
+  const tag = r.cstr()
+  r.done()
+  return tag
+}
+
+export interface Notification {
+  processId: number
+  channel: string
+  payload: string
+}
+
+export function decodeNotification(buf: Uint8Array, start: number, end: number): Notification {
+  const r = new Reader(buf, start, end, 'NotificationResponse')
+  const processId = r.i32()
+  const channel = r.cstr()
+  const payload = r.cstr()
+  r.done()
+  return { processId, channel, payload }
+}
+
+export interface CopyResponse {
+  /** 0 text, 1 binary. */
+  format: number
+  columnFormats: number[]
+}
+
+export function decodeCopyResponse(buf: Uint8Array, start: number, end: number, what: string): CopyResponse {
+  const r = new Reader(buf, start, end, what)
+  const format = r.u8()
+  const n = r.u16()
+  const columnFormats: number[] = new Array(n)
+  for (let i = 0; i < n; i++) columnFormats[i] = r.i16()
+  r.done()
+  return { format, columnFormats }
+}
+
+/** The transaction status byte of ReadyForQuery: 'I' idle, 'T' in a transaction, 'E' in a failed transaction. */
+export type TransactionStatus = 'I' | 'T' | 'E'
+
+export function decodeReadyForQuery(buf: Uint8Array, start: number): TransactionStatus | null {
+  const c = buf[start]
+  return c === 0x49 ? 'I' : c === 0x54 ? 'T' : c === 0x45 ? 'E' : null
+}

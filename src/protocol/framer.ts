@@ -1,0 +1,165 @@
+import { ProtocolError } from '../errors.js'
+import { Backend, backendMessageName } from './message-codes.js'
+
+// Splits the byte stream from the server into messages and hands each to a sink
+// as (type, buffer, bodyStart, bodyEnd) over the chunk it arrived in: no message
+// objects and no copies, except for a message that straddles two chunks.
+//
+// Every length is checked against what its type can legally be before anything
+// is allocated for it, so a corrupt or hostile length cannot make the client
+// reserve gigabytes or wait forever for bytes that will never come.
+
+export interface MessageSink {
+  onMessage(type: number, buf: Uint8Array, start: number, end: number): void
+}
+
+/** Largest length (including the 4 length bytes) each message type may have; 0 = not a backend message. */
+const maxLength = new Int32Array(256)
+/** Exact length for messages that have no variable part; 0 = variable. */
+const exactLength = new Int32Array(256)
+
+const KiB = 1024
+const MiB = 1024 * KiB
+
+function fixed(type: number, len: number): void {
+  maxLength[type] = len
+  exactLength[type] = len
+}
+// Types whose size can grow with data get the connection's configurable limit (-1).
+function variable(type: number, max: number): void {
+  maxLength[type] = max
+}
+
+fixed(Backend.ReadyForQuery, 5)
+fixed(Backend.ParseComplete, 4)
+fixed(Backend.BindComplete, 4)
+fixed(Backend.CloseComplete, 4)
+fixed(Backend.NoData, 4)
+fixed(Backend.PortalSuspended, 4)
+fixed(Backend.EmptyQueryResponse, 4)
+fixed(Backend.CopyDone, 4)
+// Process id, then a secret key of 4 bytes (3.0) up to 256 bytes (3.2).
+variable(Backend.BackendKeyData, 4 + 4 + 256)
+variable(Backend.Authentication, 64 * KiB)
+variable(Backend.NegotiateProtocolVersion, 64 * KiB)
+variable(Backend.ParameterStatus, 1 * MiB)
+// 65535 parameters of 4 bytes each at most.
+variable(Backend.ParameterDescription, 4 + 2 + 4 * 65535)
+// 1664 columns at most, each a name plus 18 bytes; names are short, but builds
+// with a larger NAMEDATALEN exist, so leave generous room.
+variable(Backend.RowDescription, 16 * MiB)
+variable(Backend.CommandComplete, 64 * KiB)
+variable(Backend.CopyInResponse, 4 + 1 + 2 + 2 * 65535)
+variable(Backend.CopyOutResponse, 4 + 1 + 2 + 2 * 65535)
+variable(Backend.CopyBothResponse, 4 + 1 + 2 + 2 * 65535)
+variable(Backend.NotificationResponse, 1 * MiB)
+variable(Backend.DataRow, -1)
+variable(Backend.CopyData, -1)
+variable(Backend.ErrorResponse, -1)
+variable(Backend.NoticeResponse, -1)
+variable(Backend.FunctionCallResponse, -1)
+
+export const DEFAULT_MAX_MESSAGE_SIZE = 1024 * MiB + 64 * KiB
+
+export class Framer {
+  /** A message that began in an earlier chunk, being assembled. */
+  private partial: Uint8Array | null = null
+  private partialFill = 0
+  /** Header bytes of a message whose header itself was split. */
+  private readonly header = new Uint8Array(5)
+  private headerFill = 0
+
+  constructor(
+    private readonly sink: MessageSink,
+    private readonly maxMessageSize = DEFAULT_MAX_MESSAGE_SIZE,
+  ) {}
+
+  /** True when bytes of an incomplete message are held. */
+  get holdsPartial(): boolean {
+    return this.partial !== null || this.headerFill > 0
+  }
+
+  /** Checks a message length (as sent, including itself) for its type. */
+  private check(type: number, len: number): void {
+    const max = maxLength[type]!
+    if (max === 0) throw new ProtocolError(`server sent ${backendMessageName(type)}`)
+    if (len < 4) throw new ProtocolError(`server sent ${backendMessageName(type)} with invalid length ${len}`)
+    const exact = exactLength[type]!
+    if (exact !== 0 && len !== exact) {
+      throw new ProtocolError(`server sent ${backendMessageName(type)} of length ${len}; it must be ${exact}`)
+    }
+    const limit = max < 0 ? this.maxMessageSize : max
+    if (len > limit) {
+      throw new ProtocolError(`server sent ${backendMessageName(type)} of ${len} bytes, more than the limit of ${limit}`)
+    }
+  }
+
+  push(chunk: Uint8Array): void {
+    let pos = 0
+    const n = chunk.length
+    if (this.headerFill > 0 || this.partial !== null) {
+      pos = this.continuePartial(chunk)
+      if (pos < 0) return
+    }
+    const sink = this.sink
+    while (n - pos >= 5) {
+      const type = chunk[pos]!
+      // Signed read: a length with the top bit set is negative and fails check().
+      const len = (chunk[pos + 1]! << 24) | (chunk[pos + 2]! << 16) | (chunk[pos + 3]! << 8) | chunk[pos + 4]!
+      this.check(type, len)
+      const next = pos + 1 + len
+      if (next > n) break
+      sink.onMessage(type, chunk, pos + 5, next)
+      pos = next
+    }
+    if (pos < n) this.startPartial(chunk, pos)
+  }
+
+  private startPartial(chunk: Uint8Array, pos: number): void {
+    const avail = chunk.length - pos
+    if (avail < 5) {
+      this.header.set(chunk.subarray(pos), 0)
+      this.headerFill = avail
+      return
+    }
+    const len = (chunk[pos + 1]! << 24) | (chunk[pos + 2]! << 16) | (chunk[pos + 3]! << 8) | chunk[pos + 4]!
+    // Length was checked by the caller's loop.
+    const msg = new Uint8Array(1 + len)
+    msg.set(chunk.subarray(pos), 0)
+    this.partial = msg
+    this.partialFill = avail
+  }
+
+  /** Feeds the start of `chunk` into the message being assembled; returns where the rest starts, or -1 if all was used. */
+  private continuePartial(chunk: Uint8Array): number {
+    let pos = 0
+    if (this.partial === null) {
+      const want = 5 - this.headerFill
+      const take = Math.min(want, chunk.length)
+      this.header.set(chunk.subarray(0, take), this.headerFill)
+      this.headerFill += take
+      pos = take
+      if (this.headerFill < 5) return -1
+      const h = this.header
+      const type = h[0]!
+      const len = (h[1]! << 24) | (h[2]! << 16) | (h[3]! << 8) | h[4]!
+      this.headerFill = 0
+      this.check(type, len)
+      const msg = new Uint8Array(1 + len)
+      msg.set(h, 0)
+      this.partial = msg
+      this.partialFill = 5
+    }
+    const msg = this.partial
+    const need = msg.length - this.partialFill
+    const take = Math.min(need, chunk.length - pos)
+    msg.set(chunk.subarray(pos, pos + take), this.partialFill)
+    this.partialFill += take
+    pos += take
+    if (this.partialFill < msg.length) return -1
+    this.partial = null
+    this.partialFill = 0
+    this.sink.onMessage(msg[0]!, msg, 5, msg.length)
+    return pos === chunk.length ? -1 : pos
+  }
+}

@@ -1,0 +1,33 @@
+import type { FieldDescription } from '../protocol/backend.js'
+
+/** A result column: a RowDescription field. */
+export type Field = FieldDescription
+
+export type Row = Record<string, unknown>
+
+/** The outcome of one statement. */
+export interface Result<R = Row> {
+  /** Rows as objects keyed by column name, or as arrays with rowMode: 'array'. */
+  rows: R[]
+  /** Rows affected or returned, for commands that report a count (SELECT, INSERT, UPDATE, DELETE, MERGE, FETCH, MOVE, COPY); otherwise null. */
+  rowCount: number | null
+  /** The command, e.g. 'SELECT', 'INSERT', 'CREATE TABLE'; '' for an empty query string. */
+  command: string
+  fields: Field[]
+}
+
+const counted = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'FETCH', 'MOVE', 'COPY'])
+
+/** Splits a CommandComplete tag ('INSERT 0 5', 'CREATE TABLE') into command and row count. */
+export function parseCommandTag(tag: string): { command: string; rowCount: number | null } {
+  const sp = tag.indexOf(' ')
+  if (sp > 0) {
+    const command = tag.slice(0, sp)
+    if (counted.has(command)) {
+      const last = tag.lastIndexOf(' ')
+      const n = Number(tag.slice(last + 1))
+      if (Number.isInteger(n)) return { command, rowCount: n }
+    }
+  }
+  return { command: tag, rowCount: null }
+}

@@ -1,0 +1,149 @@
+import { PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import type { Request, RequestContext } from '../connection/request.js'
+import { decodeCommandComplete, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
+import { writeCopyFail, writeQuery } from '../protocol/frontend.js'
+import { Backend, backendMessageName } from '../protocol/message-codes.js'
+import type { Writer } from '../protocol/writer.js'
+import type { RowPlan } from '../types/row-plan.js'
+import type { RowMode } from './extended-query.js'
+import { parseCommandTag, type Result } from './result.js'
+import type { Session } from './session.js'
+
+const enum Step {
+  /** Between statements: RowDescription, CommandComplete, EmptyQueryResponse, a COPY, an error, or ReadyForQuery. */
+  Idle,
+  /** After RowDescription: DataRows, then CommandComplete. */
+  Rows,
+  CopyOut,
+  CopyOutDone,
+  CopyInRefused,
+  /** An error ended the query string: ReadyForQuery comes next. */
+  Failed,
+  Done,
+}
+
+/**
+ * A query string in the simple protocol: any number of statements separated by
+ * semicolons, one result per statement, all values in text format. Rejects
+ * with the first error (the server runs nothing after it).
+ */
+export class SimpleQuery implements Request {
+  readonly promise: Promise<Result<unknown>[]>
+  private resolve!: (r: Result<unknown>[]) => void
+  private reject!: (e: Error) => void
+  private step = Step.Idle
+  private readonly results: Result<unknown>[] = []
+  private fields: FieldDescription[] = []
+  private plan: RowPlan | null = null
+  private rows: unknown[] = []
+  private failure: Error | null = null
+  private ctx: RequestContext | null = null
+
+  constructor(
+    private readonly session: Session,
+    readonly text: string,
+    private readonly rowMode: RowMode,
+  ) {
+    this.promise = new Promise((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+  }
+
+  encode(w: Writer, ctx: RequestContext): void {
+    this.ctx = ctx
+    writeQuery(w, this.text)
+  }
+
+  private violation(type: number): never {
+    throw new ProtocolError(`server sent ${backendMessageName(type)} where a reply to a simple query could not contain it`)
+  }
+
+  handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
+    switch (type) {
+      case Backend.DataRow: {
+        if (this.step !== Step.Rows) this.violation(type)
+        const plan = this.plan!
+        try {
+          this.rows.push(this.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end))
+        } catch (err) {
+          if (err instanceof ProtocolError) throw err
+          this.failure ??= err as Error
+        }
+        return false
+      }
+      case Backend.RowDescription:
+        if (this.step !== Step.Idle) this.violation(type)
+        this.fields = decodeRowDescription(buf, start, end)
+        this.plan = this.session.registry.plan(this.fields, [])
+        this.step = Step.Rows
+        return false
+      case Backend.CommandComplete: {
+        if (this.step !== Step.Idle && this.step !== Step.Rows && this.step !== Step.CopyOutDone) this.violation(type)
+        const tag = decodeCommandComplete(buf, start, end)
+        this.session.commandCompleted(tag)
+        const { command, rowCount } = parseCommandTag(tag)
+        this.finishStatement(command, rowCount)
+        return false
+      }
+      case Backend.EmptyQueryResponse:
+        if (this.step !== Step.Idle) this.violation(type)
+        this.finishStatement('', null)
+        return false
+      case Backend.CopyOutResponse:
+        if (this.step !== Step.Idle) this.violation(type)
+        this.failure ??= new ProtocolError('COPY TO STDOUT cannot run through simpleQuery(); its data was discarded')
+        this.step = Step.CopyOut
+        return false
+      case Backend.CopyData:
+        if (this.step !== Step.CopyOut) this.violation(type)
+        return false
+      case Backend.CopyDone:
+        if (this.step !== Step.CopyOut) this.violation(type)
+        this.step = Step.CopyOutDone
+        return false
+      case Backend.CopyInResponse: {
+        if (this.step !== Step.Idle) this.violation(type)
+        const ctx = this.ctx!
+        if (ctx.inflightBehind > 0) {
+          ctx.destroy(new ProtocolError('COPY FROM STDIN was started through simpleQuery() while other queries were in flight; use copyFrom()'))
+          return false
+        }
+        this.failure ??= new ProtocolError('COPY FROM STDIN cannot run through simpleQuery(); use copyFrom()')
+        ctx.writeNow((w) => writeCopyFail(w, 'COPY FROM STDIN is not supported through simpleQuery()'))
+        this.step = Step.CopyInRefused
+        return false
+      }
+      case Backend.ReadyForQuery:
+        if (this.step !== Step.Idle && this.step !== Step.Failed) this.violation(type)
+        this.step = Step.Done
+        if (this.failure !== null) this.reject(this.failure)
+        else this.resolve(this.results)
+        return true
+      default:
+        this.violation(type)
+    }
+  }
+
+  private finishStatement(command: string, rowCount: number | null): void {
+    this.results.push({ rows: this.rows, rowCount, command, fields: this.fields })
+    this.rows = []
+    this.fields = []
+    this.plan = null
+    this.step = Step.Idle
+  }
+
+  error(fields: PgErrorFields): void {
+    if (this.step === Step.Failed || this.step === Step.Done) {
+      throw new ProtocolError(`server sent an ErrorResponse where it was not allowed: ${fields.message}`)
+    }
+    if (this.step !== Step.CopyInRefused) this.failure = new PgError(fields, this.text)
+    this.step = Step.Failed
+  }
+
+  fail(err: Error, _sent: boolean): void {
+    if (this.step === Step.Done) return
+    this.step = Step.Done
+    this.reject(err)
+  }
+}

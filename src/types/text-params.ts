@@ -1,0 +1,100 @@
+import { ParameterError } from '../errors.js'
+import type { Writer } from '../protocol/writer.js'
+
+// Parameters in text format, for executions where the server has not yet said
+// which types it expects (the first execution of a statement, or prepare:false).
+// The server parses the text as whatever type it inferred for the parameter.
+
+const hex = '0123456789abcdef'
+
+function byteaText(b: Uint8Array): string {
+  let s = '\\x'
+  for (let i = 0; i < b.length; i++) s += hex[b[i]! >> 4]! + hex[b[i]! & 15]!
+  return s
+}
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width, '0')
+}
+
+/** An ISO timestamp with offset, including years outside 1..9999 (which toISOString writes in a form PostgreSQL rejects). */
+export function dateText(d: Date, index: number): string {
+  const t = d.getTime()
+  if (Number.isNaN(t)) throw new ParameterError(index, `parameter $${index} is an invalid Date`)
+  let y = d.getUTCFullYear()
+  const bc = y <= 0
+  if (bc) y = 1 - y
+  return (
+    `${pad(y, 4)}-${pad(d.getUTCMonth() + 1, 2)}-${pad(d.getUTCDate(), 2)} ` +
+    `${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}.${pad(d.getUTCMilliseconds(), 3)}+00` +
+    (bc ? ' BC' : '')
+  )
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null'
+  if (typeof v === 'object') return (v as object).constructor?.name ?? 'object'
+  return typeof v
+}
+
+/** The text form of a JS value, or null for SQL NULL. */
+export function toText(value: unknown, index: number): string | null {
+  switch (typeof value) {
+    case 'string':
+      return value
+    case 'number':
+      return String(value)
+    case 'bigint':
+      return value.toString()
+    case 'boolean':
+      return value ? 't' : 'f'
+    case 'undefined':
+      return null
+    case 'object':
+      if (value === null) return null
+      if (value instanceof Date) return dateText(value, index)
+      if (value instanceof Uint8Array) return byteaText(value)
+      if (Array.isArray(value)) return arrayText(value, index)
+      if (ArrayBuffer.isView(value)) {
+        throw new ParameterError(index, `parameter $${index} is a ${describe(value)}; only Uint8Array and Buffer can be sent as bytea`)
+      }
+      try {
+        return JSON.stringify(value)
+      } catch (err) {
+        throw new ParameterError(index, `parameter $${index} could not be serialised as JSON: ${(err as Error).message}`, { cause: err })
+      }
+    default:
+      throw new ParameterError(index, `parameter $${index} is a ${typeof value}, which cannot be sent to PostgreSQL`)
+  }
+}
+
+function quoteElement(s: string): string {
+  return '"' + s.replace(/[\\"]/g, '\\$&') + '"'
+}
+
+/** A PostgreSQL array literal; nested arrays become dimensions. */
+function arrayText(a: readonly unknown[], index: number): string {
+  let s = '{'
+  for (let i = 0; i < a.length; i++) {
+    if (i > 0) s += ','
+    const v = a[i]
+    if (Array.isArray(v)) s += arrayText(v, index)
+    else {
+      const t = toText(v, index)
+      s += t === null ? 'NULL' : quoteElement(t)
+    }
+  }
+  return s + '}'
+}
+
+/** Writes one Bind parameter in text format: its length, then its bytes (or -1 for NULL). */
+export function writeTextParam(w: Writer, value: unknown, index: number): void {
+  const t = toText(value, index)
+  if (t === null) {
+    w.i32(-1)
+    return
+  }
+  const at = w.reserve32()
+  const n = w.str(t)
+  w.patch32(at, n)
+}
