@@ -12,6 +12,11 @@ import { StatementState, type Statement } from './statement-cache.js'
 
 export type RowMode = 'object' | 'array'
 
+/** Query text goes out as a C string: a NUL would silently cut it short. */
+function checkText(text: string): void {
+  if (text.includes('\0')) throw new ArgumentError('query text cannot contain a NUL character')
+}
+
 // Where an extended-protocol query is in its exchange. Each step accepts only
 // the replies the protocol allows next; anything else is a protocol violation.
 const enum Step {
@@ -87,6 +92,7 @@ export class ExtendedQuery implements Request {
     let stmt = cache.get(this.text)
     const created = stmt === undefined
     if (stmt === undefined) {
+      checkText(this.text)
       stmt = cache.create(this.text)
       writeParse(w, stmt.name, this.text, [])
       writeDescribe(w, 'S', stmt.name)
@@ -128,6 +134,7 @@ export class ExtendedQuery implements Request {
   }
 
   private encodeUnnamed(w: Writer): void {
+    checkText(this.text)
     writeParse(w, '', this.text, [])
     const n = this.values.length
     const m = beginBind(w, '', '', [], n)

@@ -1,0 +1,177 @@
+import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls'
+import { ConfigError } from '../errors.js'
+import { KEYWORDS, OPTION_FOR_KEYWORD, closest, isKeyword } from './keywords.js'
+import type {
+  ChannelBinding,
+  PasswordSource,
+  ProtocolVersion,
+  SslMode,
+  SslNegotiation,
+  TargetSessionAttrs,
+} from './types.js'
+
+/**
+ * How to reach and log in to a server. Every field is optional: a field given
+ * here overrides the same setting in `connectionString`, which overrides the
+ * PG* environment variables, which override the defaults (as in libpq).
+ */
+export interface ConnectOptions {
+  /** A libpq connection string, URL (`postgres://user:pass@host:5432/db?sslmode=require`) or key=value (`host=db dbname=app`). */
+  connectionString?: string
+  /** Host name, IP address, or unix-socket directory (starting with `/`); several (array or comma-separated) are tried in order. Default `localhost` (PGHOST). */
+  host?: string | string[]
+  /** Server port, or one port per host (number, array, or comma-separated string). Default 5432 (PGPORT). */
+  port?: number | string | number[]
+  /** Numeric IP address(es) to connect to without a DNS lookup; `host` still names the server for TLS and .pgpass (PGHOSTADDR). */
+  hostaddr?: string | string[]
+  /** Database user. Default: the operating system user name (PGUSER). */
+  user?: string
+  /** Password, or a function returning one, called at every connection attempt (PGPASSWORD; else the password file). */
+  password?: PasswordSource
+  /** Database name. Default: the user name (PGDATABASE). */
+  database?: string
+  /** Reported in pg_stat_activity.application_name (PGAPPNAME). */
+  applicationName?: string
+  /** application_name to use when neither `applicationName` nor PGAPPNAME is set. */
+  fallbackApplicationName?: string
+  /** Command-line options for the server process, e.g. `-c search_path=app` (PGOPTIONS). */
+  options?: string
+  /** Extra startup parameters, i.e. server settings for the session, e.g. `{ statement_timeout: '5s' }`. */
+  params?: Record<string, string>
+  /** TLS policy: disable, allow, prefer (default), require, verify-ca or verify-full (PGSSLMODE). */
+  sslmode?: SslMode
+  /** CA certificate file to verify the server with, or `system` for the system trust store (PGSSLROOTCERT). */
+  sslrootcert?: string
+  /** Client certificate file (PGSSLCERT). */
+  sslcert?: string
+  /** Client private key file (PGSSLKEY). */
+  sslkey?: string
+  /** Passphrase of an encrypted `sslkey`. */
+  sslpassword?: string
+  /** Certificate revocation list file (PGSSLCRL). */
+  sslcrl?: string
+  /** Send the host name as TLS SNI. Default true (PGSSLSNI). */
+  sslsni?: boolean
+  /** `postgres` (default): ask the server for TLS first; `direct`: start TLS at once (PostgreSQL 17+, needs sslmode require or stronger). */
+  sslnegotiation?: SslNegotiation
+  /** Extra options merged into the node:tls connect options (e.g. `ca` as a PEM string). */
+  tls?: TlsConnectionOptions
+  /** SCRAM channel binding: disable, prefer (default) or require (PGCHANNELBINDING). */
+  channelBinding?: ChannelBinding
+  /** Authentication methods the server may use, libpq syntax: `scram-sha-256`, or negated `!password,!md5` (PGREQUIREAUTH). */
+  requireAuth?: string
+  /** Lowest protocol version to accept: `3.0` (default), `3.2` or `latest` (PGMINPROTOCOLVERSION). */
+  minProtocolVersion?: ProtocolVersion | 'latest'
+  /** Protocol version to ask for: `3.2` (default), `3.0` or `latest` (PGMAXPROTOCOLVERSION). */
+  maxProtocolVersion?: ProtocolVersion | 'latest'
+  /** Milliseconds to wait for each host to accept a connection; 0 (default) waits forever (PGCONNECT_TIMEOUT, in seconds). */
+  connectTimeout?: number
+  /** Enable TCP keepalive probes. Default true. */
+  keepAlive?: boolean
+  /** Milliseconds of idleness before the first keepalive probe; 0 uses the system default. Default 60000. */
+  keepAliveIdle?: number
+  /** Which kind of server to accept: any (default), read-write, read-only, primary, standby or prefer-standby (PGTARGETSESSIONATTRS). */
+  targetSessionAttrs?: TargetSessionAttrs
+  /** `random` tries the hosts in random order; `disable` (default) in the order given (PGLOADBALANCEHOSTS). */
+  loadBalanceHosts?: 'disable' | 'random'
+  /** Password file to look the password up in when none is given. Default PGPASSFILE, else ~/.pgpass. */
+  passfile?: string
+  /** Use named, cached prepared statements. Default true; false for PgBouncer in transaction mode. */
+  prepare?: boolean
+  /** Prepared statements kept per connection before the least recently used is closed; 0 disables the cache (statements are then unnamed). Default 256. */
+  statementCacheSize?: number
+  /** Largest message accepted from the server, in bytes. Default 1 GiB + 64 KiB. */
+  maxMessageSize?: number
+}
+
+export type OptionField = keyof ConnectOptions
+
+const OPTION_FIELDS: readonly OptionField[] = [
+  'connectionString',
+  'host',
+  'port',
+  'hostaddr',
+  'user',
+  'password',
+  'database',
+  'applicationName',
+  'fallbackApplicationName',
+  'options',
+  'params',
+  'sslmode',
+  'sslrootcert',
+  'sslcert',
+  'sslkey',
+  'sslpassword',
+  'sslcrl',
+  'sslsni',
+  'sslnegotiation',
+  'tls',
+  'channelBinding',
+  'requireAuth',
+  'minProtocolVersion',
+  'maxProtocolVersion',
+  'connectTimeout',
+  'keepAlive',
+  'keepAliveIdle',
+  'targetSessionAttrs',
+  'loadBalanceHosts',
+  'passfile',
+  'prepare',
+  'statementCacheSize',
+  'maxMessageSize',
+]
+
+const FIELD_SET: ReadonlySet<string> = new Set(OPTION_FIELDS)
+
+/** Hints for keys people bring from other clients. */
+const FOREIGN_KEYS: ReadonlyMap<string, string> = new Map([
+  ['ssl', 'use sslmode, and tls for node:tls options'],
+  ['connectionTimeoutMillis', 'use connectTimeout (milliseconds)'],
+  ['keepAliveInitialDelayMillis', 'use keepAliveIdle (milliseconds)'],
+  ['db', 'use database'],
+  ['username', 'use user'],
+])
+
+/** Fields that take lists, where [] means "none given" like an empty string. */
+const LIST_FIELDS: ReadonlySet<string> = new Set(['host', 'port', 'hostaddr'])
+
+/**
+ * The options object's set fields. Fields that are undefined, null or '' (or
+ * [] for a list field) count as not given, so a lower-precedence source still
+ * applies. Unknown keys are errors, except `ignoreKeys` (options of other layers).
+ */
+export function collectOptions(options: object, ignoreKeys: readonly string[]): Map<OptionField, unknown> {
+  const out = new Map<OptionField, unknown>()
+  for (const key of Object.keys(options)) {
+    if (ignoreKeys.includes(key)) continue
+    if (!FIELD_SET.has(key)) throw unknownOption(key)
+    const value: unknown = (options as Record<string, unknown>)[key]
+    if (value === undefined || value === null || value === '') continue
+    if (Array.isArray(value) && value.length === 0 && LIST_FIELDS.has(key)) continue
+    out.set(key as OptionField, value)
+  }
+  return out
+}
+
+function unknownOption(key: string): ConfigError {
+  const foreign = FOREIGN_KEYS.get(key)
+  let hint: string | undefined
+  if (foreign !== undefined) hint = foreign
+  else if (isKeyword(key) && OPTION_FOR_KEYWORD[key] !== undefined) hint = `did you mean "${OPTION_FOR_KEYWORD[key]}"?`
+  else {
+    const suggestion = closest(key, OPTION_FIELDS) ?? closest(key, KEYWORDS.filter((k) => OPTION_FOR_KEYWORD[k] !== undefined))
+    if (suggestion !== undefined) {
+      const field = isKeyword(suggestion) ? OPTION_FOR_KEYWORD[suggestion] : suggestion
+      hint = `did you mean "${field}"?`
+    }
+  }
+  return new ConfigError(key, `unknown connection setting "${key}"${hint === undefined ? '' : ` (${hint})`}`)
+}
+
+/** A value's type as a message should name it. */
+export function typeName(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value
+}
