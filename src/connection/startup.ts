@@ -12,7 +12,7 @@ import {
 import { Auth, Backend, backendMessageName, ProtocolVersion30, ProtocolVersion32 } from '../protocol/message-codes.js'
 import { writePassword, writeSASLInitialResponse, writeSASLResponse, writeStartup } from '../protocol/frontend.js'
 import type { Writer } from '../protocol/writer.js'
-import { isUnixHost, type Transport } from './transport.js'
+import type { Transport } from './transport.js'
 
 // The startup handshake as a state machine: StartupMessage, then whatever
 // authentication exchange the server asks for, then BackendKeyData and
@@ -111,12 +111,18 @@ export class Startup {
     // Only valid as the first answer, and only to lower the minor version we asked for.
     if (this.phase !== 'auth' || this.negotiated || this.authMethod !== undefined) this.violation(Backend.NegotiateProtocolVersion)
     this.negotiated = true
-    const { newestMinor, unsupportedOptions } = decodeNegotiateProtocolVersion(buf, start, end)
+    // The field is a whole protocol version (major << 16 | minor): that is what
+    // PostgreSQL sends (PG 15 sends 196608 = 3.0) and what libpq reads, although
+    // the protocol documentation calls it the "newest minor version".
+    const { newestMinor: offered, unsupportedOptions } = decodeNegotiateProtocolVersion(buf, start, end)
     if (unsupportedOptions.length > 0) {
       throw new ProtocolError(`server rejected protocol options the client never sent: ${unsupportedOptions.join(', ')}`)
     }
-    if (newestMinor >= this.protocolMinor || newestMinor < 0) {
-      throw new ProtocolError(`server offered protocol version 3.${newestMinor} in answer to a request for 3.${this.protocolMinor}`)
+    const major = offered >>> 16
+    const newestMinor = offered & 0xffff
+    // 3.1 never existed (3.0 went straight to 3.2), so a server cannot ask for it.
+    if (major !== 3 || newestMinor >= this.protocolMinor || newestMinor === 1) {
+      throw new ProtocolError(`server offered protocol version ${major}.${newestMinor} in answer to a request for 3.${this.protocolMinor}`)
     }
     const min = this.config.minProtocolVersion === '3.2' ? 2 : 0
     if (newestMinor < min) {
@@ -263,8 +269,9 @@ export class Startup {
       p = c.password
     } else if (c.passfile !== undefined) {
       const h = this.address
-      const host = isUnixHost(h.host) ? 'localhost' : h.host
-      p = await passwordFromPassfile(c.passfile, host, h.port, c.database, c.user)
+      // As in libpq, a unix socket is looked up by its directory; findPassword
+      // also tries "localhost" for the usual default socket directories only.
+      p = await passwordFromPassfile(c.passfile, h.host, h.port, c.database, c.user)
     }
     if (p === undefined) {
       throw new AuthError(method, `server requested ${method === 'md5' ? 'MD5 password' : method === 'password' ? 'cleartext password' : method} authentication for user "${c.user}", but no password was provided`)

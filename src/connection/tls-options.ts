@@ -1,3 +1,4 @@
+import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto'
 import { readFileSync, existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
@@ -64,6 +65,7 @@ export function tlsOptionsFor(config: ConnectionConfig, host: string, direct: bo
     opts.cert = readSetting('sslcert', certPath)
     const keyPath = config.sslkey ?? defaultFile('postgresql.key')
     opts.key = readSetting('sslkey', keyPath)
+    checkClientKey(opts.key, keyPath, opts.cert, certPath, config.sslpassword)
     if (config.sslpassword !== undefined) opts.passphrase = config.sslpassword
   } else if (config.sslkey !== undefined) {
     throw new ConfigError('sslkey', 'sslkey is set but sslcert is not; a client key needs its certificate')
@@ -81,4 +83,38 @@ export function tlsOptionsFor(config: ConnectionConfig, host: string, direct: bo
   }
   if (direct) opts.ALPNProtocols = ['postgresql']
   return { ...opts, ...userTls } as TlsConnectionOptions
+}
+
+/**
+ * Loads the client key the way node:tls will, so that a wrong or missing
+ * sslpassword, an unreadable key or a key that does not belong to the
+ * certificate is a ConfigError naming the setting to fix. Otherwise node:tls
+ * throws a bare OpenSSL error ("bad decrypt") from tls.connect.
+ */
+function checkClientKey(keyPem: Buffer, keyPath: string, certPem: Buffer, certPath: string, passphrase: string | undefined): void {
+  let key: KeyObject
+  try {
+    key = createPrivateKey(passphrase === undefined ? { key: keyPem } : { key: keyPem, passphrase })
+  } catch (err) {
+    if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type:\s*4,ENCRYPTED/.test(keyPem.toString('latin1'))) {
+      // Never echo the passphrase; OpenSSL's own message does not contain it either.
+      throw new ConfigError(
+        'sslpassword',
+        passphrase === undefined
+          ? `the sslkey file "${keyPath}" is encrypted, but no sslpassword was given`
+          : `could not decrypt the sslkey file "${keyPath}": wrong sslpassword`,
+        { cause: err },
+      )
+    }
+    throw new ConfigError('sslkey', `could not load a private key from the sslkey file "${keyPath}": ${(err as Error).message}`, { cause: err })
+  }
+  let cert: X509Certificate
+  try {
+    cert = new X509Certificate(certPem)
+  } catch (err) {
+    throw new ConfigError('sslcert', `could not load a certificate from the sslcert file "${certPath}": ${(err as Error).message}`, { cause: err })
+  }
+  if (!cert.checkPrivateKey(key)) {
+    throw new ConfigError('sslkey', `the private key in the sslkey file "${keyPath}" does not match the certificate in the sslcert file "${certPath}"`)
+  }
 }

@@ -33,7 +33,8 @@ export class Writer {
   ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return
     const pending = this.pos - this.start
-    const size = Math.max(this.slabSize, pending + n)
+    // Doubling keeps a long run of appends linear even when nothing is taken in between.
+    const size = Math.max(this.slabSize, (pending + n) * 2)
     const next = new Uint8Array(size)
     next.set(this.buf.subarray(this.start, this.pos))
     this.buf = next
