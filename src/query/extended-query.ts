@@ -123,13 +123,16 @@ export class ExtendedQuery implements Request {
     if (created) {
       this.parsing = true
       this.step = Step.Parse
-      for (const old of cache.insert(stmt)) {
-        writeClose(w, 'S', old.name)
-        writeSync(w)
-        this.closes++
-      }
+      cache.insert(stmt)
     } else {
       this.step = Step.Bind
+    }
+    // Statements evicted from the cache are closed behind this query, each with
+    // its own Sync so that a failure there concerns nobody.
+    for (const old of cache.takeEvicted()) {
+      writeClose(w, 'S', old.name)
+      writeSync(w)
+      this.closes++
     }
   }
 
@@ -321,7 +324,7 @@ export class ExtendedQuery implements Request {
       return this.step === Step.Done
     }
     if (this.step !== Step.Complete && this.step !== Step.CopyInRefused) this.violation(Backend.ReadyForQuery)
-    if (this.stmt !== null) this.stmt.users--
+    this.release()
     if (this.failure !== null) this.reject(this.failure)
     else {
       const { command, rowCount } = parseCommandTag(this.tag)
@@ -337,8 +340,16 @@ export class ExtendedQuery implements Request {
 
   fail(err: Error, _sent: boolean): void {
     if (this.step === Step.Done) return
-    if (this.stmt !== null && this.step < Step.CloseComplete) this.stmt.users--
+    if (this.step < Step.CloseComplete) this.release()
     this.step = Step.Done
     this.reject(err)
+  }
+
+  private release(): void {
+    const stmt = this.stmt
+    if (stmt === null) return
+    const cache = this.session.statements
+    if (cache !== null) cache.release(stmt)
+    else stmt.users--
   }
 }

@@ -11,6 +11,8 @@ export const enum StatementState {
   Gone,
 }
 
+const noStatements: Statement[] = []
+
 /** A named prepared statement on one connection. */
 export class Statement {
   state = StatementState.Parsing
@@ -70,20 +72,38 @@ export class StatementCache {
     return new Statement(`_p${++this.counter}`, text)
   }
 
-  /** Adds a statement and returns the statements evicted to make room. */
-  insert(stmt: Statement): Statement[] {
+  /** Statements evicted and not yet closed on the server. */
+  private evicted: Statement[] = []
+
+  /** Adds a statement, evicting the least recently used ones that are not in use if the cache is full. */
+  insert(stmt: Statement): void {
     this.map.set(stmt.text, stmt)
     this.lastText = stmt.text
-    if (this.map.size <= this.capacity) return []
-    const evicted: Statement[] = []
+    if (this.map.size > this.capacity) this.trim()
+  }
+
+  /** A request that used `stmt` is done with it. Statements kept past the capacity because they were in use go now. */
+  release(stmt: Statement): void {
+    stmt.users--
+    if (stmt.users === 0 && this.map.size > this.capacity) this.trim()
+  }
+
+  private trim(): void {
     for (const s of this.map.values()) {
       if (this.map.size <= this.capacity) break
-      if (s.users > 0 || s === stmt) continue
+      if (s.users > 0 || s.text === this.lastText) continue
       this.map.delete(s.text)
       s.state = StatementState.Gone
-      evicted.push(s)
+      this.evicted.push(s)
     }
-    return evicted
+  }
+
+  /** Evicted statements to close on the server (with the next request written); empties the list. */
+  takeEvicted(): Statement[] {
+    if (this.evicted.length === 0) return noStatements
+    const out = this.evicted
+    this.evicted = []
+    return out
   }
 
   /** Forgets a statement (if it is still the one cached for its text). */
