@@ -116,6 +116,13 @@ export class Client extends EventEmitter<ClientEvents> {
           void conn.end()
           throw this.closedError()
         }
+        if (conn.closed) {
+          // It failed in the same read that completed startup (e.g. a stray
+          // message right behind ReadyForQuery).
+          this.state = State.Closed
+          this.closeError = conn.failure
+          throw this.closedError()
+        }
         this.conn = conn
         this.state = State.Connected
         const waiting = this.waiting

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net'
-import type { ConnectionConfig, HostAddress } from '../config/types.js'
+import type { ConnectionConfig, HostAddress, TargetSessionAttrs } from '../config/types.js'
 import { ConfigError, ConnectionError, PgError } from '../errors.js'
 import { Connection, type ConnectionEvents } from './connection.js'
 import { describeHost, isUnixHost, openTransport, TlsRefused, type TlsAttempt } from './transport.js'
@@ -21,12 +21,16 @@ function shuffle<T>(items: readonly T[]): T[] {
 export async function openConnection(config: ConnectionConfig, events: ConnectionEvents): Promise<Connection> {
   const hosts = config.loadBalanceHosts === 'random' ? shuffle(config.hosts) : config.hosts
   const failures: { host: HostAddress; err: Error }[] = []
-  for (const h of hosts) {
-    try {
-      return await connectHost(config, h, events)
-    } catch (err) {
-      if (err instanceof ConfigError) throw err
-      failures.push({ host: h, err: err as Error })
+  // libpq's prefer-standby: look for a standby on every host first, then take any server.
+  const passes: TargetSessionAttrs[] = config.targetSessionAttrs === 'prefer-standby' ? ['standby', 'any'] : [config.targetSessionAttrs]
+  for (const target of passes) {
+    for (const h of hosts) {
+      try {
+        return await connectHost(config, h, target, events)
+      } catch (err) {
+        if (err instanceof ConfigError) throw err
+        failures.push({ host: h, err: err as Error })
+      }
     }
   }
   if (failures.length === 1) throw failures[0]!.err
@@ -38,7 +42,7 @@ export async function openConnection(config: ConnectionConfig, events: Connectio
   })
 }
 
-async function connectHost(config: ConnectionConfig, h: HostAddress, events: ConnectionEvents): Promise<Connection> {
+async function connectHost(config: ConnectionConfig, h: HostAddress, target: TargetSessionAttrs, events: ConnectionEvents): Promise<Connection> {
   const unix = isUnixHost(h.host)
   let attempts: TlsAttempt[]
   if (unix || config.sslmode === 'disable') attempts = ['none']
@@ -52,7 +56,7 @@ async function connectHost(config: ConnectionConfig, h: HostAddress, events: Con
   for (let i = 0; i < attempts.length; i++) {
     const tls = attempts[i]!
     try {
-      return await attempt(config, h, tls, protocol, events)
+      return await attempt(config, h, tls, protocol, target, events)
     } catch (err) {
       if (!(err instanceof Error)) throw err
       if (protocol === '3.2' && config.minProtocolVersion === '3.0' && isOldProtocolRejection(err)) {
@@ -85,6 +89,7 @@ async function attempt(
   h: HostAddress,
   tls: TlsAttempt,
   protocol: '3.0' | '3.2',
+  target: TargetSessionAttrs,
   events: ConnectionEvents,
 ): Promise<Connection> {
   let socket: Socket | undefined
@@ -113,6 +118,12 @@ async function attempt(
     const transport = await Promise.race([openTransport(config, h, tls, (s) => (socket = s)), deadline])
     conn = new Connection(transport, config, h, protocol, guarded)
     await Promise.race([conn.ready(), deadline])
+    const unsuitable = checkTarget(conn, target, h)
+    if (unsuitable) {
+      // Leave politely (Terminate), as libpq does, then try the next host.
+      await conn.end()
+      throw unsuitable
+    }
     ready = true
     return conn
   } catch (err) {
@@ -122,4 +133,43 @@ async function attempt(
   } finally {
     clearTimeout(timer)
   }
+}
+
+/**
+ * target_session_attrs, decided from the in_hot_standby and
+ * default_transaction_read_only ParameterStatus reports (PostgreSQL 14+).
+ * Until this check existed the setting was accepted and silently ignored, so
+ * read-write could land on a standby. libpq asks older servers with a query;
+ * this layer runs no queries, so those get a clear error instead.
+ */
+function checkTarget(conn: Connection, target: TargetSessionAttrs, h: HostAddress): ConnectionError | undefined {
+  if (target === 'any') return undefined
+  const standbyParam = conn.serverParameters.in_hot_standby
+  const readOnlyParam = conn.serverParameters.default_transaction_read_only
+  if (standbyParam === undefined || readOnlyParam === undefined) {
+    return new ConnectionError(
+      'PG_UNSUPPORTED',
+      `target_session_attrs=${target} needs PostgreSQL 14 or later: the server at ${describeHost(h)} does not report in_hot_standby`,
+    )
+  }
+  const standby = standbyParam === 'on'
+  const readOnly = standby || readOnlyParam === 'on'
+  let why: string | undefined
+  switch (target) {
+    case 'read-write':
+      if (readOnly) why = 'the session is read-only'
+      break
+    case 'read-only':
+      if (!readOnly) why = 'the session is not read-only'
+      break
+    case 'primary':
+      if (standby) why = 'the server is in hot standby mode'
+      break
+    case 'standby':
+    case 'prefer-standby':
+      if (!standby) why = 'the server is not in hot standby mode'
+      break
+  }
+  if (why === undefined) return undefined
+  return new ConnectionError('PG_CONNECTION_REFUSED', `server at ${describeHost(h)} does not match target_session_attrs=${target}: ${why}`)
 }

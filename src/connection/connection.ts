@@ -109,6 +109,11 @@ export class Connection implements MessageSink, RequestContext {
     return this.state === State.Closed
   }
 
+  /** Why the connection closed, if it failed; null while open or after a clean end(). */
+  get failure(): Error | null {
+    return this.closeError
+  }
+
   get open(): boolean {
     return this.state === State.Open || this.state === State.Startup
   }
@@ -208,7 +213,7 @@ export class Connection implements MessageSink, RequestContext {
 
   onMessage(type: number, buf: Uint8Array, start: number, end: number): void {
     if (this.state === State.Closed) return
-    if (type === Backend.DataRow) {
+    if (type === Backend.DataRow && this.startup === null) {
       // The hot path: no lookups beyond the head of the queue.
       const head = this.inflight.peek()
       if (head === undefined) this.unexpected(type)
@@ -325,14 +330,15 @@ export class Connection implements MessageSink, RequestContext {
     this.state = State.Closed
     this.closeError = err
     this.socket.destroy()
-    if (wasStartup) this.settleStartup(err)
     for (const req of this.inflight.drain()) req.fail(err, true)
     const unsent = this.pending.drain()
     if (unsent.length > 0) {
       const notSent = err instanceof ConnectionError ? err : new ConnectionError('PG_CONNECTION_CLOSED', `connection to ${this.where} failed: ${err.message}`, { cause: err })
       for (const req of unsent) req.fail(notSent, false)
     }
-    this.events.close?.(err)
+    // A connection that never became ready reports through ready(), not as a close.
+    if (wasStartup) this.settleStartup(err)
+    else this.events.close?.(err)
   }
 
   private onSocketClose(): void {

@@ -114,7 +114,7 @@ export class Startup {
     // The field is a whole protocol version (major << 16 | minor): that is what
     // PostgreSQL sends (PG 15 sends 196608 = 3.0) and what libpq reads, although
     // the protocol documentation calls it the "newest minor version".
-    const { newestMinor: offered, unsupportedOptions } = decodeNegotiateProtocolVersion(buf, start, end)
+    const { version: offered, unsupportedOptions } = decodeNegotiateProtocolVersion(buf, start, end)
     if (unsupportedOptions.length > 0) {
       throw new ProtocolError(`server rejected protocol options the client never sent: ${unsupportedOptions.join(', ')}`)
     }
@@ -126,8 +126,9 @@ export class Startup {
     }
     const min = this.config.minProtocolVersion === '3.2' ? 2 : 0
     if (newestMinor < min) {
+      // PG_UNSUPPORTED: the server lacks what the settings demand; nothing was closed on us.
       throw new ConnectionError(
-        'PG_CONNECTION_CLOSED',
+        'PG_UNSUPPORTED',
         `server supports protocol 3.${newestMinor} at most, but min_protocol_version is ${this.config.minProtocolVersion}`,
       )
     }

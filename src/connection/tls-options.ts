@@ -3,7 +3,7 @@ import { readFileSync, existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { isIP } from 'node:net'
-import type { ConnectionOptions as TlsConnectionOptions } from 'node:tls'
+import { checkServerIdentity, type ConnectionOptions as TlsConnectionOptions } from 'node:tls'
 import type { ConnectionConfig } from '../config/types.js'
 import { ConfigError } from '../errors.js'
 
@@ -74,13 +74,12 @@ export function tlsOptionsFor(config: ConnectionConfig, host: string, direct: bo
 
   opts.rejectUnauthorized = verifyChain
   if (verifyChain && !verifyHost) opts.checkServerIdentity = () => undefined
+  // Always check the configured host name, never what node would fall back to:
+  // without SNI (an IP literal, or sslsni=0) node checks `host`, which for a
+  // direct connection is the hostaddr we dialled, not the name to verify.
+  else if (verifyHost) opts.checkServerIdentity = (_name, cert) => checkServerIdentity(host, cert)
   const unix = host.startsWith('/') || host.startsWith('@')
   if (!unix && config.sslsni && isIP(host) === 0) opts.servername = host
-  if (verifyHost && opts.servername === undefined && !unix) {
-    // node checks the name it was given as servername; for an IP literal it
-    // needs the host explicitly to match an IP SAN.
-    opts.host = host
-  }
   if (direct) opts.ALPNProtocols = ['postgresql']
   return { ...opts, ...userTls } as TlsConnectionOptions
 }

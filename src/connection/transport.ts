@@ -145,7 +145,21 @@ export async function openTransport(
     const options = tlsOptionsFor(config, h.host, true)
     const socket = tls.connect({ ...options, host: target, port: h.port })
     register(socket)
-    await waitConnect(socket, 'secureConnect', where)
+    try {
+      await waitConnect(socket, 'secureConnect', where)
+    } catch (err) {
+      // A server before PostgreSQL 17 reads the ClientHello as a malformed
+      // startup packet and hangs up: say so, rather than a bare "socket reset".
+      if (err instanceof ConnectionError && (err.code === 'PG_CONNECTION_RESET' || err.code === 'PG_CONNECTION_CLOSED')) {
+        throw new ConnectionError(
+          'PG_TLS',
+          `server at ${where} closed the connection during a direct TLS handshake (sslnegotiation=direct); ` +
+            'PostgreSQL before 17 does not support direct TLS: use sslnegotiation=postgres',
+          { cause: err },
+        )
+      }
+      throw err
+    }
     if (socket.alpnProtocol !== 'postgresql') {
       socket.destroy()
       throw new ConnectionError('PG_TLS', `server at ${where} did not negotiate the "postgresql" ALPN protocol for a direct TLS connection`)

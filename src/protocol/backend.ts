@@ -159,19 +159,20 @@ export function decodeSaslMechanisms(data: Uint8Array): string[] {
 }
 
 export interface NegotiateProtocolVersion {
-  newestMinor: number
+  /** The version the server offers, major << 16 | minor (the server sends the whole version, not only the minor). */
+  version: number
   unsupportedOptions: string[]
 }
 
 export function decodeNegotiateProtocolVersion(buf: Uint8Array, start: number, end: number): NegotiateProtocolVersion {
   const r = new Reader(buf, start, end, 'NegotiateProtocolVersion')
-  const newestMinor = r.i32()
+  const version = r.i32()
   const n = r.i32()
   if (n < 0 || n > r.remaining) r.bytes(-1)
   const unsupportedOptions: string[] = []
   for (let i = 0; i < n; i++) unsupportedOptions.push(r.cstr())
   r.done()
-  return { newestMinor, unsupportedOptions }
+  return { version, unsupportedOptions }
 }
 
 export function decodeCommandComplete(buf: Uint8Array, start: number, end: number): string {
