@@ -1,0 +1,99 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { join, relative, dirname, resolve, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+// The layering of src/ (see the design notes): each layer may import only the
+// layers listed for it, and only the listed node: modules. A forbidden edge is
+// a failure naming the file and the import.
+
+const here = dirname(fileURLToPath(import.meta.url))
+// Compiled to build/test/unit; the sources are read from the repository.
+const root = resolve(here, '..', '..', '..')
+const src = join(root, 'src')
+
+type Layer = 'errors' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'query' | 'facade'
+
+const allowedLayers: Record<Layer, Layer[]> = {
+  errors: [],
+  protocol: ['errors'],
+  auth: ['errors', 'protocol'],
+  config: ['errors'],
+  connection: ['errors', 'protocol', 'auth', 'config'],
+  types: ['errors', 'protocol'],
+  query: ['errors', 'protocol', 'connection', 'types', 'config'],
+  facade: ['errors', 'protocol', 'auth', 'config', 'connection', 'types', 'query', 'facade'],
+}
+
+const allowedNode: Record<Layer, RegExp> = {
+  errors: /^$/,
+  protocol: /^$/,
+  types: /^$/,
+  auth: /^node:crypto$/,
+  config: /^node:(fs|fs\/promises|os|path|net|tls)$/,
+  connection: /^node:(net|tls|fs|os|path|events|crypto)$/,
+  query: /^$/,
+  facade: /^node:events$/,
+}
+
+function layerOf(file: string): Layer {
+  const rel = relative(src, file).split(sep)
+  if (rel.length === 1) return rel[0] === 'errors.ts' ? 'errors' : 'facade'
+  const dir = rel[0] as Layer
+  if (!(dir in allowedLayers)) throw new Error(`unknown layer directory src/${dir}: add it to the import rules`)
+  return dir
+}
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name)
+    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : []
+  })
+}
+
+const importPattern = /(?:^|\n)\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8')
+  const out: string[] = []
+  for (const m of text.matchAll(importPattern)) out.push((m[1] ?? m[2])!)
+  return out
+}
+
+test('every import under src/ respects the layering', () => {
+  const violations: string[] = []
+  const all = files(src)
+  assert.ok(all.length > 20, 'the sources were found')
+  for (const file of all) {
+    const from = layerOf(file)
+    for (const spec of importsOf(file)) {
+      const where = `${relative(root, file)} imports '${spec}'`
+      if (spec.startsWith('node:')) {
+        if (!allowedNode[from].test(spec)) violations.push(`${where}: ${from}/ may not use ${spec}`)
+        continue
+      }
+      if (!spec.startsWith('.')) {
+        violations.push(`${where}: no runtime dependencies, and node built-ins need the node: prefix`)
+        continue
+      }
+      const target = resolve(dirname(file), spec.replace(/\.js$/, '.ts'))
+      if (!target.startsWith(src + sep)) {
+        violations.push(`${where}: outside src/`)
+        continue
+      }
+      const to = layerOf(target)
+      if (to !== from && !allowedLayers[from].includes(to)) violations.push(`${where}: ${from}/ may not import ${to}/`)
+    }
+  }
+  assert.deepEqual(violations, [])
+})
+
+test('the rule checker itself catches a forbidden edge', () => {
+  // Guards against a pattern that silently matches nothing.
+  const sample = "import { Client } from '../client.js'\nimport type { X } from './x.js'\nexport * from './y.js'\nconst m = await import('./z.js')"
+  const found = [...sample.matchAll(importPattern)].map((m) => m[1] ?? m[2])
+  assert.deepEqual(found, ['../client.js', './x.js', './y.js', './z.js'])
+  assert.equal(allowedLayers.connection.includes('types'), false)
+  assert.equal(allowedLayers.connection.includes('query'), false)
+})
