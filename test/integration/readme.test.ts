@@ -1,0 +1,53 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { mainDatabase } from '../helpers/server.js'
+
+// Every ```js block of the README runs as written, importing the built package
+// by its name, against the test database. A trailing comment on a console.log
+// line is the output that line must print.
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
+const readme = readFileSync(join(root, 'README.md'), 'utf8')
+const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!)
+// Files inside the package directory, so that `import 'pipegres'` resolves to the package itself.
+const dir = join(root, 'build', 'readme-examples')
+
+function expectedOutputs(code: string): string[] {
+  return code
+    .split('\n')
+    .filter((line) => line.includes('console.log(') && /\)\s*\/\/ /.test(line))
+    .map((line) => line.slice(line.lastIndexOf('// ') + 3).trim())
+}
+
+test('the README has runnable examples', () => {
+  assert.ok(blocks.length >= 6, `found ${blocks.length} blocks`)
+})
+
+blocks.forEach((code, i) => {
+  const title = code.split('\n').find((l) => l.trim() && !l.startsWith('import'))!.trim()
+  test(`README example ${i + 1}: ${title.slice(0, 60)}`, async () => {
+    mkdirSync(dir, { recursive: true })
+    const file = join(dir, `example-${i + 1}.mjs`)
+    writeFileSync(file, code)
+    const db = await mainDatabase()
+    const env = { ...process.env }
+    if (db.connectionString !== undefined) env.DATABASE_URL = db.connectionString
+    const out = await new Promise<string>((res, rej) => {
+      execFile(process.execPath, [file], { env, timeout: 30_000 }, (err, stdout, stderr) => {
+        if (err) rej(new Error(`example ${i + 1} failed: ${stderr || err.message}`))
+        else res(stdout)
+      })
+    })
+    const lines = out.split('\n').map((l) => l.trim())
+    let at = 0
+    for (const want of expectedOutputs(code)) {
+      const found = lines.indexOf(want, at)
+      assert.ok(found >= 0, `example ${i + 1} should print ${JSON.stringify(want)}; it printed:\n${out}`)
+      at = found + 1
+    }
+  })
+})
