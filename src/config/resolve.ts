@@ -135,7 +135,7 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
   const targetFound = src.find('targetSessionAttrs', 'target_session_attrs')
   const loadBalanceFound = src.find('loadBalanceHosts', 'load_balance_hosts')
 
-  return {
+  return hideSecrets({
     hosts,
     user,
     database,
@@ -167,7 +167,19 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
     prepare: bool(src.find('prepare', 'prepare'), true),
     statementCacheSize: count(src.find('statementCacheSize', 'statement_cache_size'), DEFAULT_STATEMENT_CACHE_SIZE, 0),
     maxMessageSize: count(src.find('maxMessageSize', undefined), DEFAULT_MAX_MESSAGE_SIZE, 1),
+  })
+}
+
+/**
+ * Makes the fields that can hold secrets (passwords, TLS keys and passphrases)
+ * non-enumerable, so that logging a config or a client, util.inspect and
+ * JSON.stringify never print them; code reads them by name as usual.
+ */
+function hideSecrets(config: ConnectionConfig): ConnectionConfig {
+  for (const key of ['password', 'sslpassword', 'tls'] as const) {
+    Object.defineProperty(config, key, { value: config[key], enumerable: false, writable: false, configurable: false })
   }
+  return config
 }
 
 /** A setting's winning value: typed from the options object, or text from a string or the environment. */

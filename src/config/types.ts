@@ -27,6 +27,11 @@ export interface RequireAuth {
   negated: boolean
 }
 
+/**
+ * `password`, `sslpassword` and `tls` are non-enumerable on the objects
+ * resolveConfig() returns, so that printing a config never shows a secret: copy
+ * a config field by field, never with spread.
+ */
 export interface ConnectionConfig {
   /** Tried in order until one accepts (or in random order with loadBalanceHosts: 'random'). Never empty. */
   hosts: HostAddress[]

@@ -631,3 +631,15 @@ describe('passwords never appear in messages', () => {
     })
   }
 })
+
+test('secrets are not printed when a config or a client is logged', async () => {
+  const { inspect } = await import('node:util')
+  const { Client } = await import('../../src/client.js')
+  const config = resolveConfig({ host: 'h', user: 'u', password: 'SEKRIT-PW', sslpassword: 'KEY-PASS', tls: { passphrase: 'TLS-PASS' } }, { env: {} })
+  assert.equal(config.password, 'SEKRIT-PW')
+  assert.equal(config.sslpassword, 'KEY-PASS')
+  const client = new Client({ host: 'h', user: 'u', password: 'SEKRIT-PW', sslpassword: 'KEY-PASS', tls: { passphrase: 'TLS-PASS' } })
+  for (const text of [inspect(config, { depth: 10 }), JSON.stringify(config), inspect(client, { depth: 10 }), JSON.stringify(client.config), String({ ...config })]) {
+    assert.ok(!/SEKRIT|KEY-PASS|TLS-PASS/.test(text), text)
+  }
+})
