@@ -65,6 +65,8 @@ export class Client extends EventEmitter<ClientEvents> {
   /** Requests issued before the connection existed. */
   private waiting: Request[] = []
   private closeError: Error | null = null
+  /** end() was called: queries issued from now on are rejected. */
+  private ending = false
   private readonly rowMode: RowMode
   private readonly onNotice: ((n: PgNotice) => void) | undefined
 
@@ -102,8 +104,8 @@ export class Client extends EventEmitter<ClientEvents> {
 
   /** Opens the connection. Resolves with the client once the server is ready for queries. */
   connect(): Promise<this> {
+    if (this.state === State.Closed || this.ending) return Promise.reject(this.closedError())
     if (this.connecting) return this.connecting
-    if (this.state === State.Closed) return Promise.reject(this.closedError())
     this.state = State.Connecting
     this.connecting = openConnection(this.config, {
       notice: (n) => this.deliver('notice', n),
@@ -112,10 +114,6 @@ export class Client extends EventEmitter<ClientEvents> {
       close: (err) => this.onClose(err),
     }).then(
       (conn) => {
-        if (this.state === State.Closed) {
-          void conn.end()
-          throw this.closedError()
-        }
         if (conn.closed) {
           // It failed in the same read that completed startup (e.g. a stray
           // message right behind ReadyForQuery).
@@ -168,6 +166,10 @@ export class Client extends EventEmitter<ClientEvents> {
   }
 
   private send(req: Request): void {
+    if (this.ending) {
+      req.fail(new ConnectionError('PG_CONNECTION_ENDED', 'the client was ended'), false)
+      return
+    }
     switch (this.state) {
       case State.Connected:
         this.conn!.send(req)
@@ -224,16 +226,12 @@ export class Client extends EventEmitter<ClientEvents> {
 
   /** Finishes every query already issued, then closes the connection. Queries issued afterwards are rejected. */
   async end(): Promise<void> {
-    if (this.state === State.Closed && this.conn === null) return
-    const conn = this.conn
+    this.ending = true
     if (this.state === State.Connecting) {
-      this.state = State.Closed
-      await this.connecting!.then(
-        (c) => c.conn?.end(),
-        () => undefined,
-      )
-      return
+      // Queries issued while connecting still run: they go out once connected, then the connection ends.
+      await this.connecting!.catch(() => undefined)
     }
+    const conn = this.conn
     this.state = State.Closed
     if (conn !== null) await conn.end()
   }

@@ -93,6 +93,26 @@ test('queries issued before the connection is ready are sent once it is', async 
   }
 })
 
+test('end() while still connecting runs the queries already issued, then closes', async () => {
+  const { options } = await mainDatabase()
+  const c = new Client(options)
+  const q = c.query('SELECT 42 AS n')
+  const ended = c.end()
+  await assert.rejects(c.query('SELECT 1'), (e: unknown) => e instanceof ConnectionError && e.code === 'PG_CONNECTION_ENDED')
+  assert.deepEqual((await q).rows, [{ n: 42 }])
+  await ended
+  assert.equal(c.closed, true)
+  await assert.rejects(c.connect(), ConnectionError)
+})
+
+test('end() on a client that never connected', async () => {
+  const { options } = await mainDatabase()
+  const c = new Client(options)
+  await c.end()
+  assert.equal(c.closed, true)
+  await assert.rejects(c.query('SELECT 1'), (e: unknown) => e instanceof ConnectionError && e.code === 'PG_CONNECTION_ENDED')
+})
+
 test('end() lets every issued query finish, then later queries are rejected', async () => {
   const c = await openClient()
   const ps = []
