@@ -14,41 +14,16 @@ import { after, before, describe, test } from 'node:test'
 import { inspect } from 'node:util'
 import { AuthError, ConfigError, ConnectionError, PgError, connect, type Client, type ClientOptions } from '../../src/index.js'
 import { getTestServer, type Credentials } from '../helpers/server.js'
+import { closedPort, connectError, isolateEnvironment, tcpOptions, withClient } from '../helpers/connect.js'
 
 const server = await getTestServer()
 
-// This file runs in its own process: keep the user's PG* variables and ~/.pgpass out of it.
-for (const name of Object.keys(process.env)) if (name.startsWith('PG')) delete process.env[name]
-const home = await mkdtemp(join(tmpdir(), 'pipegres-auth-home-'))
-process.env.HOME = home
-after(() => rm(home, { recursive: true, force: true }))
+const home = await isolateEnvironment('auth')
 
 const users = server.users
 
 function tcp(who: { user: string; password?: string }, extra: ClientOptions = {}): ClientOptions {
-  return { host: server.host, port: server.port, database: server.database, user: who.user, password: who.password, ...extra }
-}
-
-async function withClient<T>(options: ClientOptions, fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = await connect(options)
-  try {
-    return await fn(client)
-  } finally {
-    await client.end()
-  }
-}
-
-/** The connection attempt's error; fails the test if it connects. */
-async function connectError(options: ClientOptions): Promise<Error> {
-  let client: Client
-  try {
-    client = await connect(options)
-  } catch (err) {
-    assert.ok(err instanceof Error, `rejected with a non-Error: ${String(err)}`)
-    return err
-  }
-  await client.end()
-  assert.fail(`connected as ${options.user}, but the connection should have failed`)
+  return tcpOptions(server, who, extra)
 }
 
 interface Session {
@@ -529,14 +504,6 @@ describe('the password never appears in an error', () => {
   // Characters that a URL must encode, so both the raw and the encoded form are looked for.
   const secret = 'Zq9:Unique/Secret@Pw%x'
   const enc = encodeURIComponent(secret)
-
-  async function closedPort(): Promise<number> {
-    const s = net.createServer()
-    await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
-    const port = (s.address() as net.AddressInfo).port
-    await new Promise<void>((resolve) => s.close(() => resolve()))
-    return port
-  }
 
   const cases: [string, () => Promise<ClientOptions | string>][] = [
     ['wrong SCRAM password in a URL', async () => `postgresql://${users.scram.user}:${enc}@${server.host}:${server.port}/${server.database}`],

@@ -3,46 +3,20 @@
 // server as intended, and each kind of failure is reported precisely.
 
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
 import * as net from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { inspect } from 'node:util'
-import { Client, ConfigError, ConnectionError, PgError, connect, type ClientOptions } from '../../src/index.js'
+import { Client, ConfigError, ConnectionError, PgError, type ClientOptions } from '../../src/index.js'
 import { adminQuery, getTestServer } from '../helpers/server.js'
+import { closedPort, connectError, isolateEnvironment, withClient } from '../helpers/connect.js'
 
 const server = await getTestServer()
 
-// This file runs in its own process: keep the user's PG* variables and ~/.pgpass out of it.
-for (const name of Object.keys(process.env)) if (name.startsWith('PG')) delete process.env[name]
-const home = await mkdtemp(join(tmpdir(), 'pipegres-settings-home-'))
-process.env.HOME = home
-after(() => rm(home, { recursive: true, force: true }))
+await isolateEnvironment('settings')
 
 const { trust, scram, md5, password } = server.users
 const enc = encodeURIComponent
-
-async function withClient<T>(options: ClientOptions | string, fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = await connect(options)
-  try {
-    return await fn(client)
-  } finally {
-    await client.end()
-  }
-}
-
-async function connectError(options: ClientOptions | string): Promise<Error> {
-  let client: Client
-  try {
-    client = await connect(options)
-  } catch (err) {
-    assert.ok(err instanceof Error, `rejected with a non-Error: ${String(err)}`)
-    return err
-  }
-  await client.end()
-  assert.fail('connected, but the connection should have failed')
-}
 
 async function one<T = Record<string, unknown>>(client: Client, sql: string): Promise<T> {
   const { rows } = await client.query<T>(sql)
@@ -57,15 +31,6 @@ async function whereAmI(client: Client): Promise<{ user: string; db: string; add
     `SELECT current_user AS user, current_database() AS db, host(inet_server_addr()) AS addr,
             (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()) AS ssl`,
   )
-}
-
-/** A port on which nothing listens. */
-async function closedPort(): Promise<number> {
-  const s = net.createServer()
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
-  const port = (s.address() as net.AddressInfo).port
-  await new Promise<void>((resolve) => s.close(() => resolve()))
-  return port
 }
 
 /** A server that accepts TCP connections and never says a word. */

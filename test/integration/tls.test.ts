@@ -7,49 +7,23 @@
 import assert from 'node:assert/strict'
 import { generateKeyPairSync } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { after, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { inspect } from 'node:util'
-import { ConfigError, ConnectionError, PgError, connect, type Client, type ClientOptions } from '../../src/index.js'
+import { ConfigError, ConnectionError, PgError, type Client, type ClientOptions } from '../../src/index.js'
 import { getTestServer, type Credentials } from '../helpers/server.js'
+import { connectError, isolateEnvironment, tcpOptions, withClient } from '../helpers/connect.js'
 
 const server = await getTestServer()
 
-// This file runs in its own process: keep the user's PG* variables and ~/.postgresql out of it.
-for (const name of Object.keys(process.env)) if (name.startsWith('PG')) delete process.env[name]
-const home = await mkdtemp(join(tmpdir(), 'pipegres-tls-home-'))
-process.env.HOME = home
-after(() => rm(home, { recursive: true, force: true }))
+const home = await isolateEnvironment('tls')
 
 const users = server.users
 const { caFile, otherCaFile, clientCertFile, clientKeyFile, clientKeyEncryptedFile, clientKeyPassphrase } = server.tls
 
 function tcp(who: { user: string; password?: string }, extra: ClientOptions = {}): ClientOptions {
-  return { host: server.host, port: server.port, database: server.database, user: who.user, password: who.password, ...extra }
-}
-
-async function withClient<T>(options: ClientOptions, fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = await connect(options)
-  try {
-    return await fn(client)
-  } finally {
-    await client.end()
-  }
-}
-
-async function connectError(options: ClientOptions): Promise<Error> {
-  let client: Client
-  try {
-    client = await connect(options)
-  } catch (err) {
-    assert.ok(err instanceof Error, `rejected with a non-Error: ${String(err)}`)
-    return err
-  }
-  const tls = client.tls
-  await client.end()
-  assert.fail(`connected as ${options.user} (tls: ${tls}), but the connection should have failed`)
+  return tcpOptions(server, who, extra)
 }
 
 /** What the server says about this session. */

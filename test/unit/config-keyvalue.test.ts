@@ -1,19 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { ConfigError } from '../../src/errors.js'
 import { parseConnectionString } from '../../src/config/connection-string.js'
 import { UNSUPPORTED_KEYWORDS } from '../../src/config/keywords.js'
 import { parseKeyValue } from '../../src/config/parse-keyvalue.js'
-
-function assertConfigError(fn: () => unknown, setting: string, includes: readonly string[] = [], excludes: readonly string[] = []): void {
-  assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`)
-    assert.equal(err.setting, setting, err.message)
-    for (const s of includes) assert.ok(err.message.includes(s), `message ${JSON.stringify(err.message)} should include ${JSON.stringify(s)}`)
-    for (const s of excludes) assert.ok(!err.message.includes(s), `message ${JSON.stringify(err.message)} must not include ${JSON.stringify(s)}`)
-    return true
-  })
-}
+import { assertConfigError } from '../helpers/assert-config.js'
 
 describe('parseKeyValue', () => {
   const cases: Array<[string, Record<string, string>]> = [

@@ -5,22 +5,12 @@ import { describe, test } from 'node:test'
 import { ConfigError } from '../../src/errors.js'
 import { type ConnectOptions, type ResolveOptions, resolveConfig } from '../../src/config/index.js'
 import type { ConnectionConfig } from '../../src/config/types.js'
+import { assertConfigError } from '../helpers/assert-config.js'
 
 const BASE: ResolveOptions = { env: {}, osUser: 'osuser', homedir: '/home/osuser' }
 
 function resolve(input?: string | ConnectOptions, opts: ResolveOptions = {}): ConnectionConfig {
   return resolveConfig(input, { ...BASE, ...opts })
-}
-
-function assertConfigError(fn: () => unknown, setting: string, includes: readonly string[] = [], excludes: readonly string[] = []): void {
-  assert.throws(fn, (err: unknown) => {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`)
-    assert.equal(err.setting, setting, err.message)
-    assert.equal(err.code, 'PG_CONFIG')
-    for (const s of includes) assert.ok(err.message.includes(s), `message ${JSON.stringify(err.message)} should include ${JSON.stringify(s)}`)
-    for (const s of excludes) assert.ok(!err.message.includes(s), `message ${JSON.stringify(err.message)} must not include ${JSON.stringify(s)}`)
-    return true
-  })
 }
 
 describe('defaults', () => {

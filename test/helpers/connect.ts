@@ -1,0 +1,62 @@
+// Helpers for tests that open their own connections with explicit settings.
+
+import assert from 'node:assert/strict'
+import { mkdtemp, rm } from 'node:fs/promises'
+import * as net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after } from 'node:test'
+import { connect, type Client, type ClientOptions } from '../../src/index.js'
+import type { ServerInfo } from './server.js'
+
+/**
+ * Keeps the user's PG* variables, ~/.pgpass and ~/.postgresql out of this test
+ * file's process (each test file runs in its own process), so they cannot
+ * change what a connection does. Returns the empty home directory.
+ */
+export async function isolateEnvironment(label: string): Promise<string> {
+  for (const name of Object.keys(process.env)) if (name.startsWith('PG')) delete process.env[name]
+  const home = await mkdtemp(join(tmpdir(), `pipegres-${label}-home-`))
+  process.env.HOME = home
+  after(() => rm(home, { recursive: true, force: true }))
+  return home
+}
+
+/** Settings for one of the managed server's users over TCP. */
+export function tcpOptions(server: ServerInfo, who: { user: string; password?: string }, extra: ClientOptions = {}): ClientOptions {
+  return { host: server.host, port: server.port, database: server.database, user: who.user, password: who.password, ...extra }
+}
+
+/** Connects, runs `fn`, and always closes the client. */
+export async function withClient<T>(options: ClientOptions | string, fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = await connect(options)
+  try {
+    return await fn(client)
+  } finally {
+    await client.end()
+  }
+}
+
+/** The connection attempt's error; fails the test if it connects. */
+export async function connectError(options: ClientOptions | string): Promise<Error> {
+  let client: Client
+  try {
+    client = await connect(options)
+  } catch (err) {
+    assert.ok(err instanceof Error, `rejected with a non-Error: ${String(err)}`)
+    return err
+  }
+  const tls = client.tls
+  await client.end()
+  const who = typeof options === 'string' ? 'with a connection string' : `as ${options.user}`
+  assert.fail(`connected ${who} (tls: ${tls}), but the connection should have failed`)
+}
+
+/** A local TCP port on which nothing listens. */
+export async function closedPort(): Promise<number> {
+  const s = net.createServer()
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
+  const port = (s.address() as net.AddressInfo).port
+  await new Promise<void>((resolve) => s.close(() => resolve()))
+  return port
+}
