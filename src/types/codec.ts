@@ -1,0 +1,84 @@
+import type { Writer } from '../protocol/writer.js'
+
+// The contract every type codec follows. A codec turns one column value (the
+// bytes between start and end of a DataRow field, in text or binary format) into
+// a JS value, and a JS value into a parameter's bytes. Codecs are plain objects
+// of functions, built once per set of type options, so a decode plan is an array
+// of functions called in a tight loop.
+
+/** Decodes the bytes [start, end) of one non-NULL value. Throws on malformed input (never returns a corrupted value). */
+export type Decoder = (buf: Uint8Array, start: number, end: number) => unknown
+
+/**
+ * Writes the binary form of a non-null value (its bytes only: the caller writes
+ * the length) and returns true; or returns false, writing nothing, when the
+ * value is better sent in text (typically a string, which the server parses).
+ * Throws CodecError when the JS value cannot stand for this type.
+ */
+export type BinaryEncoder = (w: Writer, value: unknown) => boolean
+
+/** The text form of a non-null value. Throws CodecError when the JS value cannot stand for this type. */
+export type TextEncoder = (value: unknown) => string
+
+export interface Codec {
+  /** The PostgreSQL type name, for messages ('int4', 'timestamptz', '_text' for arrays is shown as 'text[]'). */
+  readonly name: string
+  readonly decodeText: Decoder
+  /** Absent when the type has no binary codec: results are then requested in text. */
+  readonly decodeBinary?: Decoder
+  readonly encodeText: TextEncoder
+  /** Absent when parameters of this type are always sent in text. */
+  readonly encodeBinary?: BinaryEncoder
+  /**
+   * False when results should be requested in text even though a binary
+   * decoder exists (e.g. regclass, whose text is a name but whose binary is an OID).
+   */
+  readonly preferBinary?: boolean
+}
+
+/**
+ * A JS value that does not fit the type, or a malformed value from the server.
+ * The query layer turns it into a ParameterError naming the parameter, or
+ * rejects the query with it.
+ */
+export class CodecError extends Error {
+  override get name(): string {
+    return 'CodecError'
+  }
+}
+
+/** How some types come back; every choice is exact unless its documentation says otherwise. */
+export interface TypeOptions {
+  /** int8: 'bigint' (default, exact), 'number' (fails on values beyond 2^53), or 'string'. */
+  int8?: 'bigint' | 'number' | 'string'
+  /** numeric: 'string' (default, exact) or 'number' (rounded to the nearest double). */
+  numeric?: 'string' | 'number'
+  /**
+   * timestamp and timestamptz: 'date' (default; a Date keeps milliseconds, so
+   * microseconds are dropped) or 'string' (exact ISO 8601 with microseconds:
+   * '2024-02-29T12:34:56.123456Z' for timestamptz, no zone for timestamp).
+   */
+  timestamps?: 'date' | 'string'
+  /** date: 'string' (default, exact: '2024-02-29') or 'date' (a Date at UTC midnight). */
+  dates?: 'string' | 'date'
+}
+
+export type ResolvedTypeOptions = Required<TypeOptions>
+
+export const defaultTypeOptions: ResolvedTypeOptions = {
+  int8: 'bigint',
+  numeric: 'string',
+  timestamps: 'date',
+  dates: 'string',
+}
+
+/** Describes a JS value for error messages, without its content. */
+export function describeValue(v: unknown): string {
+  if (v === null) return 'null'
+  if (Array.isArray(v)) return 'an array'
+  if (v instanceof Date) return 'a Date'
+  if (v instanceof Uint8Array) return 'a Uint8Array'
+  const t = typeof v
+  if (t === 'object') return `an object (${(v as object).constructor?.name ?? 'no prototype'})`
+  return t === 'undefined' ? 'undefined' : `a ${t}`
+}
