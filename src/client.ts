@@ -11,7 +11,11 @@ import type { Result, Row } from './query/result.js'
 import { Session } from './query/session.js'
 import { SimpleQuery } from './query/simple-query.js'
 import { buildQuery } from './query/sql-template.js'
-import { defaultRegistry } from './types/registry.js'
+import { TypeCatalog } from './types/catalog.js'
+import { defaultTypeOptions, type TypeOptions } from './types/codec.js'
+import type { CustomType } from './types/custom.js'
+import type { TypeView } from './types/view.js'
+import { declaredTypes } from './query/typed.js'
 
 /** Settings of a Client: every connection setting, plus how results are delivered. */
 export interface ClientOptions extends ConnectOptions {
@@ -19,9 +23,13 @@ export interface ClientOptions extends ConnectOptions {
   onNotice?: (notice: PgNotice) => void
   /** Default row shape for this client's queries. */
   rowMode?: RowMode
+  /** How int8, numeric, timestamps and dates come back (see TypeOptions). */
+  types?: TypeOptions
+  /** Codecs for types pipegres does not know, or to change how a type is decoded. */
+  customTypes?: CustomType[]
 }
 
-const clientKeys = ['onNotice', 'rowMode'] as const
+const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes'] as const
 
 /** Per-query options. */
 export interface QueryOptions {
@@ -29,6 +37,8 @@ export interface QueryOptions {
   rowMode?: RowMode
   /** false: use an unnamed statement for this query instead of the prepared-statement cache. */
   prepare?: boolean
+  /** Type options for this query only, e.g. { int8: 'number' }. */
+  types?: TypeOptions
 }
 
 export type { Result, Row, Field } from './query/result.js'
@@ -69,6 +79,8 @@ export class Client extends EventEmitter<ClientEvents> {
   private ending = false
   private readonly rowMode: RowMode
   private readonly onNotice: ((n: PgNotice) => void) | undefined
+  /** What this client knows of the database's types; shared by its connections. */
+  private readonly catalog: TypeCatalog
 
   /**
    * Runs a query written as a tagged template; every interpolated value is sent
@@ -86,6 +98,11 @@ export class Client extends EventEmitter<ClientEvents> {
     if (opts.onNotice !== undefined && typeof opts.onNotice !== 'function') throw new ArgumentError('onNotice must be a function')
     this.rowMode = opts.rowMode ?? 'object'
     this.onNotice = opts.onNotice
+    this.catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') })
+    if (opts.customTypes !== undefined) {
+      if (!Array.isArray(opts.customTypes)) throw new ArgumentError('customTypes must be an array')
+      for (const t of opts.customTypes) this.registerType(t)
+    }
     this.session = this.newSession()
     this.sql = <R = Row>(strings: TemplateStringsArray, ...values: unknown[]): Promise<Result<R>> => {
       let built
@@ -99,7 +116,28 @@ export class Client extends EventEmitter<ClientEvents> {
   }
 
   private newSession(): Session {
-    return new Session(defaultRegistry, this.config.prepare, this.config.statementCacheSize)
+    return new Session(
+      this.catalog,
+      this.catalog.view(),
+      this.config.prepare,
+      this.config.statementCacheSize,
+      (req) => this.sendInternal(req),
+      () => Number.parseInt(this.serverParameters.server_version ?? '0', 10),
+    )
+  }
+
+  /**
+   * Registers a codec for a type by name (resolved through the catalog the
+   * first time a query meets the type) or by OID: `db.registerType({ name:
+   * 'hstore', parse, serialize })`. Applies to statements prepared from now on.
+   */
+  registerType(custom: CustomType): void {
+    if (typeof custom !== 'object' || custom === null) throw new ArgumentError('registerType needs a type description')
+    if (custom.name === undefined && custom.oid === undefined) throw new ArgumentError('registerType needs a name or an oid')
+    for (const fn of ['parse', 'serialize', 'decodeBinary', 'encodeBinary'] as const) {
+      if (custom[fn] !== undefined && typeof custom[fn] !== 'function') throw new ArgumentError(`registerType: ${fn} must be a function`)
+    }
+    this.catalog.register(custom)
   }
 
   /** Opens the connection. Resolves with the client once the server is ready for queries. */
@@ -165,6 +203,12 @@ export class Client extends EventEmitter<ClientEvents> {
     return new ConnectionError('PG_CONNECTION_CLOSED', `the connection is closed: ${e.message}`, { cause: e })
   }
 
+  /** Requests the client makes for queries already in flight (type lookups): never refused by end(). */
+  private sendInternal(req: Request): void {
+    if (this.conn !== null && !this.conn.closed) this.conn.send(req, true)
+    else req.fail(this.closedError(), false)
+  }
+
   private send(req: Request): void {
     if (this.ending) {
       req.fail(new ConnectionError('PG_CONNECTION_ENDED', 'the client was ended'), false)
@@ -207,7 +251,16 @@ export class Client extends EventEmitter<ClientEvents> {
       }
       if (options.prepare !== undefined) prepare = options.prepare === true && prepare
     }
-    const req = new ExtendedQuery(this.session, text, values ?? [], rowMode, prepare)
+    let view: TypeView = this.session.view
+    if (options?.types !== undefined) {
+      try {
+        view = this.catalog.view(checkTypeOptions(options.types, 'types'))
+      } catch (err) {
+        return Promise.reject(err as Error)
+      }
+    }
+    const vals = values ?? []
+    const req = new ExtendedQuery(this.session, text, vals, rowMode, prepare, view, vals.length === 0 ? null : declaredTypes(vals))
     this.send(req)
     return req.promise as Promise<Result<R>>
   }
@@ -219,7 +272,7 @@ export class Client extends EventEmitter<ClientEvents> {
   simpleQuery<R = Row>(text: string, options?: { rowMode?: RowMode }): Promise<Result<R>[]> {
     if (typeof text !== 'string') return Promise.reject(new ArgumentError('query text must be a string'))
     if (text.includes('\0')) return Promise.reject(new ArgumentError('query text cannot contain a NUL character'))
-    const req = new SimpleQuery(this.session, text, options?.rowMode ?? this.rowMode)
+    const req = new SimpleQuery(this.session, text, options?.rowMode ?? this.rowMode, this.session.view)
     this.send(req)
     return req.promise as Promise<Result<R>[]>
   }
@@ -270,6 +323,24 @@ export class Client extends EventEmitter<ClientEvents> {
   get pendingQueries(): number {
     return (this.conn?.inflightCount ?? 0) + (this.conn?.pendingCount ?? 0) + this.waiting.length
   }
+}
+
+const typeOptionChoices: Record<keyof TypeOptions, readonly string[]> = {
+  int8: ['bigint', 'number', 'string'],
+  numeric: ['string', 'number'],
+  timestamps: ['date', 'string'],
+  dates: ['string', 'date'],
+}
+
+function checkTypeOptions(o: TypeOptions | undefined, where: string): TypeOptions {
+  if (o === undefined) return {}
+  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where} must be an object`)
+  for (const [k, v] of Object.entries(o)) {
+    const choices = typeOptionChoices[k as keyof TypeOptions]
+    if (choices === undefined) throw new ArgumentError(`${where}.${k} is not a type option (known: ${Object.keys(typeOptionChoices).join(', ')})`)
+    if (v !== undefined && !choices.includes(v as string)) throw new ArgumentError(`${where}.${k} must be one of ${choices.map((c) => `'${c}'`).join(', ')}`)
+  }
+  return o
 }
 
 /** Connects and resolves with a ready Client. */

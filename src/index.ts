@@ -6,6 +6,11 @@ export type { ClientOptions, QueryOptions, ClientEvents, Result, Row, Field, Row
 export type { ConnectOptions } from './config/index.js'
 export type { SslMode, ChannelBinding, SslNegotiation, TargetSessionAttrs, PasswordSource } from './config/types.js'
 export { fragment, identifier, quoteIdentifier, Fragment, Identifier } from './query/sql-template.js'
+export { typed, TypedValue } from './query/typed.js'
+export { Range, type RangeBounds } from './types/range.js'
+export { Interval } from './types/interval.js'
+export type { TypeOptions } from './types/codec.js'
+export type { CustomType } from './types/custom.js'
 export type { Notification, TransactionStatus } from './protocol/backend.js'
 export {
   PipegresError,

@@ -55,6 +55,8 @@ export class Connection implements MessageSink, RequestContext {
   private readonly pending = new Queue<Request>()
   private blocked = false
   private flushScheduled = false
+  /** A request that must write more before anything behind it may be written. */
+  private holder: Request | null = null
   private startup: Startup | null
   private readonly startupDone: Promise<void>
   private settleStartup!: (err: Error | null) => void
@@ -132,9 +134,13 @@ export class Connection implements MessageSink, RequestContext {
     return this.inflight.length - 1
   }
 
-  /** Queues a request: written now (well, this tick) unless the socket is backed up. */
-  send(req: Request): void {
-    if (this.state !== State.Open) {
+  /**
+   * Queues a request: written now (well, this tick) unless the socket is backed
+   * up. `internal` requests (ones the client makes for requests already in
+   * flight, such as a type lookup) are accepted while the connection is ending.
+   */
+  send(req: Request, internal = false): void {
+    if (this.state !== State.Open && !(internal && this.state === State.Ending)) {
       if (this.state === State.Startup) {
         this.pending.push(req)
         return
@@ -142,11 +148,40 @@ export class Connection implements MessageSink, RequestContext {
       req.fail(this.closedError(), false)
       return
     }
-    if (this.blocked || this.pending.length > 0) {
+    if (this.blocked || this.pending.length > 0 || this.holder !== null) {
       this.pending.push(req)
       return
     }
     this.write(req)
+  }
+
+  holdWriter(req: Request): void {
+    this.holder = req
+  }
+
+  writeAhead(req: Request): void {
+    if (this.state === State.Closed) {
+      req.fail(this.closedError(), false)
+      return
+    }
+    const w = this.writer
+    const mark = w.length
+    try {
+      req.encode(w, this)
+    } catch (err) {
+      w.truncate(mark)
+      req.fail(err instanceof Error ? err : new Error(String(err)), false)
+      return
+    }
+    this.inflight.unshift(req)
+    this.flush()
+  }
+
+  releaseWriter(req: Request): void {
+    if (this.holder !== req) return
+    this.holder = null
+    this.pump()
+    this.flush()
   }
 
   private closedError(): Error {
@@ -178,7 +213,15 @@ export class Connection implements MessageSink, RequestContext {
 
   writeNow(fn: (w: Writer) => void): void {
     if (this.state === State.Closed) return
-    fn(this.writer)
+    const w = this.writer
+    const mark = w.length
+    try {
+      fn(w)
+    } catch (err) {
+      // Never send half a message.
+      w.truncate(mark)
+      throw err
+    }
     this.flush()
   }
 
@@ -195,7 +238,7 @@ export class Connection implements MessageSink, RequestContext {
 
   /** Writes waiting requests until the socket pushes back again. */
   private pump(): void {
-    while (!this.blocked && this.pending.length > 0 && this.state !== State.Closed) {
+    while (!this.blocked && this.holder === null && this.pending.length > 0 && this.state !== State.Closed) {
       this.write(this.pending.shift()!)
       if (this.writer.length >= FLUSH_BYTES) this.flush()
     }
@@ -329,6 +372,7 @@ export class Connection implements MessageSink, RequestContext {
     const wasStartup = this.startup !== null
     this.state = State.Closed
     this.closeError = err
+    this.holder = null
     this.socket.destroy()
     for (const req of this.inflight.drain()) req.fail(err, true)
     const unsent = this.pending.drain()

@@ -31,6 +31,14 @@ export class Queue<T> {
     this.count++
   }
 
+  /** Puts an item at the head. */
+  unshift(item: T): void {
+    if (this.count === this.items.length) this.grow()
+    this.head = (this.head - 1) & this.mask
+    this.items[this.head] = item
+    this.count++
+  }
+
   peek(): T | undefined {
     return this.count === 0 ? undefined : this.items[this.head]
   }

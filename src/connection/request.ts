@@ -37,4 +37,18 @@ export interface RequestContext {
   writeNow(fn: (w: Writer) => void): void
   /** Closes the connection, failing every request with `err`. */
   destroy(err: Error): void
+  /**
+   * Stops writing the requests queued behind the caller until it calls
+   * releaseWriter(): for a request that must see a reply before it can write
+   * the rest of its messages (a statement described before it is bound).
+   */
+  holdWriter(req: Request): void
+  releaseWriter(req: Request): void
+  /**
+   * Writes `req` at once and routes the next replies to it before the caller's.
+   * Only for the head request while it holds the writer and has received every
+   * reply it asked for so far (e.g. a type lookup between a statement's
+   * description and its Bind).
+   */
+  writeAhead(req: Request): void
 }

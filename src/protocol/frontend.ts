@@ -77,6 +77,29 @@ export function beginBind(w: Writer, portal: string, statement: string, paramFor
   return m
 }
 
+/**
+ * A whole Bind message whose parameters are written one by one: `param(w, i)`
+ * writes parameter i (int32 length or -1, then the bytes) and returns the
+ * format it used, so each value can pick binary or text for itself.
+ */
+export function writeBind(
+  w: Writer,
+  portal: string,
+  statement: string,
+  count: number,
+  param: (w: Writer, i: number) => number,
+  resultFormats: ArrayLike<number>,
+): void {
+  const m = w.begin(Frontend.Bind)
+  w.cstr(portal)
+  w.cstr(statement)
+  w.i16(count)
+  const formats = w.reserve(2 * count)
+  w.i16(count)
+  for (let i = 0; i < count; i++) w.patch16(formats + 2 * i, param(w, i))
+  endBind(w, m, resultFormats)
+}
+
 /** Finishes a Bind message with the result column formats (same conventions as parameters). */
 export function endBind(w: Writer, mark: number, resultFormats: ArrayLike<number>): void {
   w.i16(resultFormats.length)

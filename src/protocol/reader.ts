@@ -60,7 +60,7 @@ export class Reader {
 
   bytes(n: number): Uint8Array {
     if (n < 0 || this.pos + n > this.end) this.fail()
-    const out = this.buf.slice(this.pos, this.pos + n)
+    const out = copyBytes(this.buf, this.pos, this.pos + n)
     this.pos += n
     return out
   }
@@ -73,6 +73,14 @@ export class Reader {
   done(): void {
     if (this.pos !== this.end) this.fail()
   }
+}
+
+/**
+ * A copy of bytes [start, end). Buffer#slice returns a view that would keep the
+ * whole socket chunk alive (and alias it), so never call slice on a chunk.
+ */
+export function copyBytes(buf: Uint8Array, start: number, end: number): Uint8Array {
+  return Uint8Array.prototype.slice.call(buf, start, end)
 }
 
 export function readInt32(b: Uint8Array, at: number): number {

@@ -126,6 +126,20 @@ export class Writer {
     return this.pos - 4 - this.start
   }
 
+  /** Reserves `n` bytes to be filled in later; returns their mark. */
+  reserve(n: number): number {
+    this.ensure(n)
+    this.pos += n
+    return this.pos - n - this.start
+  }
+
+  /** Writes an int16 at a mark (plus an offset) returned by reserve(). */
+  patch16(mark: number, v: number): void {
+    const at = this.start + mark
+    this.buf[at] = v >>> 8
+    this.buf[at + 1] = v
+  }
+
   /** Writes an int32 at a mark returned by reserve32(). */
   patch32(mark: number, v: number): void {
     const b = this.buf

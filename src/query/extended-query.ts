@@ -1,16 +1,45 @@
-import { ArgumentError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import { ArgumentError, ParameterError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
-import { beginBind, endBind, writeClose, writeCopyFail, writeDescribe, writeExecuteSync, writeParse, writeSync } from '../protocol/frontend.js'
+import { writeBind, writeClose, writeCopyFail, writeDescribe, writeExecuteSync, writeFlush, writeParse, writeSync } from '../protocol/frontend.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
+import { CodecError } from '../types/codec.js'
 import type { RowPlan } from '../types/row-plan.js'
-import { writeTextParam } from '../types/text-params.js'
+import { toText } from '../types/text-params.js'
+import type { TypeView } from '../types/view.js'
 import { parseCommandTag, type Result } from './result.js'
 import type { Session } from './session.js'
-import { StatementState, type Statement } from './statement-cache.js'
+import { makeShape, StatementState, type Statement } from './statement-cache.js'
+import { TypedValue } from './typed.js'
 
 export type RowMode = 'object' | 'array'
+
+const noFormats: number[] = []
+const noFields: FieldDescription[] = []
+const noOids: readonly number[] = []
+
+/**
+ * True when some value cannot be sent as untyped text without knowing its
+ * parameter's type: a plain object could be json, a point, a composite; an
+ * Interval or Range needs its type's text form. Strings, numbers, bigints,
+ * booleans, Dates, bytes and arrays of those have one text form for any type.
+ */
+function needsTypes(values: readonly unknown[], declared: readonly number[]): boolean {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]
+    if (typeof v === 'object' && v !== null && (declared[i] ?? 0) === 0 && !(v instanceof TypedValue) && !plainText(v)) return true
+  }
+  return false
+}
+
+function plainText(v: object): boolean {
+  if (v instanceof Date || v instanceof Uint8Array) return true
+  if (!Array.isArray(v)) return false
+  for (const e of v) if (typeof e === 'object' && e !== null && !plainText(e)) return false
+  return true
+}
 
 /** Query text goes out as a C string: a NUL would silently cut it short. */
 function checkText(text: string): void {
@@ -50,7 +79,17 @@ const enum Step {
  * One query in the extended protocol, as a request the connection can pipeline:
  * [Parse + Describe S the first time] Bind, [Describe P without a named
  * statement], Execute, Sync — then, behind its own Sync, Close + Sync for any
- * statements its Parse evicted from the cache.
+ * statements the cache evicted.
+ *
+ * Parameters are encoded by the types the server gave in ParameterDescription
+ * (binary where the codec can), except on the first execution, which is bound
+ * before that description arrives: its parameters go as untyped text and its
+ * results come back in text. When a value cannot be written without knowing its
+ * type (a plain object could be json, a point or a composite), the first
+ * execution is described before it is bound: it holds back the requests behind
+ * it for that one round trip. A column of a type the catalog does not know yet
+ * makes the query keep its rows as bytes until the type has been looked up,
+ * so every execution decodes the same type the same way.
  */
 export class ExtendedQuery implements Request {
   readonly promise: Promise<Result<unknown>>
@@ -61,15 +100,29 @@ export class ExtendedQuery implements Request {
   private stmt: Statement | null = null
   /** True when this request wrote the Parse of `stmt`. */
   private parsing = false
-  /** True when results were requested in text because the description was not known yet. */
-  private textResults = true
+  /** Result formats requested in Bind (empty: all text). */
+  private formats: number[] = noFormats
   private plan: RowPlan | null = null
-  private fields: FieldDescription[] = []
-  private readonly rows: unknown[] = []
+  /** Catalog version the plan was built at, and the types it did not know then. */
+  private planVersion = -1
+  private planUnknown: readonly number[] = noOids
+  private fields: FieldDescription[] = noFields
+  private rows: unknown[] | null = null
+  /** DataRows kept as bytes while the types of their columns are being looked up. */
+  private held: Uint8Array[] | null = null
+  private typesLookup: Promise<void> | null = null
   private tag = ''
   private failure: Error | null = null
   private closes = 0
   private ctx: RequestContext | null = null
+  /** Columns from this request's own statement Describe (unnamed statements described first). */
+  private unnamedFields: FieldDescription[] = noFields
+  /** Parameter types from this request's own ParameterDescription. */
+  private paramTypes: number[] = []
+  /** Describe S was sent: its replies come before BindComplete. */
+  private describing = false
+  /** Bind, Execute and Sync wait for the description (the writer is held meanwhile). */
+  private bindDeferred = false
 
   constructor(
     private readonly session: Session,
@@ -77,6 +130,9 @@ export class ExtendedQuery implements Request {
     private readonly values: readonly unknown[],
     private readonly rowMode: RowMode,
     private readonly prepare: boolean,
+    private readonly view: TypeView,
+    /** Parameter types given with typed(), or null. */
+    private readonly declared: number[] | null,
   ) {
     this.promise = new Promise((resolve, reject) => {
       this.resolve = resolve
@@ -87,45 +143,52 @@ export class ExtendedQuery implements Request {
   encode(w: Writer, ctx: RequestContext): void {
     this.ctx = ctx
     const cache = this.prepare ? this.session.statements : null
-    if (cache === null) return this.encodeUnnamed(w)
+    if (cache === null) return this.encodeUnnamed(w, ctx)
 
-    let stmt = cache.get(this.text)
+    const declared = this.declared
+    const key = declared === null ? this.text : `${this.text}\0${declared.join(',')}`
+    let stmt = cache.get(key)
     const created = stmt === undefined
     if (stmt === undefined) {
       checkText(this.text)
-      stmt = cache.create(this.text)
-      writeParse(w, stmt.name, this.text, [])
+      stmt = cache.create(key, this.text, declared ?? noOids)
+      writeParse(w, stmt.name, this.text, stmt.declaredTypes)
       writeDescribe(w, 'S', stmt.name)
     }
-    const values = this.values
-    const n = values.length
+    const n = this.values.length
     if (stmt.state === StatementState.Ready) {
       const types = stmt.paramTypes!
       if (n !== types.length) {
         throw new ArgumentError(`the query has ${types.length} parameter${types.length === 1 ? '' : 's'} but ${n} value${n === 1 ? ' was' : 's were'} given`)
       }
-      const m = beginBind(w, '', stmt.name, stmt.paramFormats, n)
-      const reg = this.session.registry
-      for (let i = 0; i < n; i++) reg.writeParam(w, values[i], types[i]!, i + 1)
-      endBind(w, m, stmt.resultFormats)
-      this.textResults = stmt.resultFormats.length === 0
-      this.plan = stmt.plan
+      const shape = stmt.shape(this.view, this.session.catalog)
+      this.formats = shape.resultFormats
+      this.plan = shape.plan
+      this.planVersion = shape.version
+      this.planUnknown = shape.unknown
+      writeBind(w, '', stmt.name, n, (w, i) => this.param(w, i, types[i]!), shape.resultFormats)
+    } else if (needsTypes(this.values, stmt.declaredTypes)) {
+      if (!created) writeDescribe(w, 'S', stmt.name)
+      writeFlush(w)
+      this.describing = true
+      this.bindDeferred = true
+      ctx.holdWriter(this)
     } else {
-      const m = beginBind(w, '', stmt.name, [], n)
-      for (let i = 0; i < n; i++) writeTextParam(w, values[i], i + 1)
-      endBind(w, m, [])
+      const declaredTypes = stmt.declaredTypes
+      writeBind(w, '', stmt.name, n, (w, i) => this.param(w, i, declaredTypes[i] ?? 0), noFormats)
     }
-    writeExecuteSync(w)
+    if (!this.bindDeferred) writeExecuteSync(w)
 
     // Past this point nothing can throw: commit the cache changes.
     stmt.users++
     this.stmt = stmt
     if (created) {
       this.parsing = true
+      this.describing = true
       this.step = Step.Parse
       cache.insert(stmt)
     } else {
-      this.step = Step.Bind
+      this.step = this.describing ? Step.ParamDesc : Step.Bind
     }
     // Statements evicted from the cache are closed behind this query, each with
     // its own Sync so that a failure there concerns nobody.
@@ -136,16 +199,83 @@ export class ExtendedQuery implements Request {
     }
   }
 
-  private encodeUnnamed(w: Writer): void {
+  private encodeUnnamed(w: Writer, ctx: RequestContext): void {
     checkText(this.text)
-    writeParse(w, '', this.text, [])
-    const n = this.values.length
-    const m = beginBind(w, '', '', [], n)
-    for (let i = 0; i < n; i++) writeTextParam(w, this.values[i], i + 1)
-    endBind(w, m, [])
+    const declared = this.declared ?? noOids
+    writeParse(w, '', this.text, declared)
+    this.step = Step.Parse
+    if (needsTypes(this.values, declared)) {
+      writeDescribe(w, 'S', '')
+      writeFlush(w)
+      this.describing = true
+      this.bindDeferred = true
+      ctx.holdWriter(this)
+      return
+    }
+    writeBind(w, '', '', this.values.length, (w, i) => this.param(w, i, declared[i] ?? 0), noFormats)
     writeDescribe(w, 'P', '')
     writeExecuteSync(w)
-    this.step = Step.Parse
+  }
+
+  /**
+   * The deferred Bind of a statement described first: parameters by their
+   * types, results in the formats the view prefers. If a value does not fit
+   * its type, Sync alone closes the exchange and the query fails with that.
+   */
+  private bindDescribed(fields: FieldDescription[], paramTypes: number[]): void {
+    const ctx = this.ctx!
+    this.bindDeferred = false
+    const n = this.values.length
+    const name = this.stmt?.name ?? ''
+    try {
+      if (n !== paramTypes.length) {
+        throw new ArgumentError(`the query has ${paramTypes.length} parameter${paramTypes.length === 1 ? '' : 's'} but ${n} value${n === 1 ? ' was' : 's were'} given`)
+      }
+      const shape = this.stmt !== null ? this.stmt.shape(this.view, this.session.catalog) : makeShape(fields, paramTypes, this.view, this.session.catalog)
+      ctx.writeNow((w) => {
+        writeBind(w, '', name, n, (w, i) => this.param(w, i, paramTypes[i]!), shape.resultFormats)
+        writeExecuteSync(w)
+      })
+      this.formats = shape.resultFormats
+      this.plan = shape.plan
+      this.planVersion = shape.version
+      this.planUnknown = shape.unknown
+      this.step = Step.Bind
+    } catch (err) {
+      if (!(err instanceof ParameterError || err instanceof ArgumentError)) throw err
+      ctx.writeNow(writeSync)
+      this.failure = err
+      this.step = Step.Complete
+    } finally {
+      ctx.releaseWriter(this)
+    }
+  }
+
+  /** Writes parameter i as type `oid` (0: not known yet, sent as untyped text); returns its format. */
+  private param(w: Writer, i: number, oid: number): number {
+    let v = this.values[i]
+    if (v instanceof TypedValue) v = v.value
+    if (v === null || v === undefined) {
+      w.i32(-1)
+      return 0
+    }
+    const at = w.reserve32()
+    let format: number
+    if (oid === 0) {
+      w.str(toText(v, i + 1)!)
+      format = 0
+    } else {
+      try {
+        format = this.view.writeParam(w, v, oid)
+      } catch (err) {
+        if (err instanceof CodecError) {
+          throw new ParameterError(i + 1, `parameter $${i + 1} (${this.view.typeName(oid)}): ${err.message}`, { cause: err })
+        }
+        throw err
+      }
+    }
+    w.patch32(at, w.length - at - 4)
+    return format
   }
 
   private violation(type: number): never {
@@ -156,46 +286,40 @@ export class ExtendedQuery implements Request {
     switch (type) {
       case Backend.DataRow:
         if (this.step !== Step.Rows || this.plan === null) this.violation(type)
-        this.row(buf, start, end)
+        if (this.held !== null) this.held.push(copyBytes(buf, start, end))
+        else this.row(buf, start, end)
         return false
       case Backend.ParseComplete:
         if (this.step !== Step.Parse) this.violation(type)
-        this.step = this.stmt !== null ? Step.ParamDesc : Step.Bind
+        this.step = this.describing ? Step.ParamDesc : Step.Bind
         return false
       case Backend.ParameterDescription:
         if (this.step !== Step.ParamDesc) this.violation(type)
-        this.stmt!.paramTypes = decodeParameterDescription(buf, start, end)
+        this.paramTypes = decodeParameterDescription(buf, start, end)
+        if (this.stmt !== null) this.stmt.paramTypes = this.paramTypes
         this.step = Step.StmtDesc
         return false
       case Backend.RowDescription:
-        if (this.step === Step.StmtDesc) this.described(decodeRowDescription(buf, start, end))
-        else if (this.step === Step.PortalDesc) {
-          this.fields = decodeRowDescription(buf, start, end)
-          this.plan = this.session.registry.plan(this.fields, [])
-          this.step = Step.Rows
-        } else this.violation(type)
+        if (this.step === Step.StmtDesc) this.described((this.unnamedFields = decodeRowDescription(buf, start, end)))
+        else if (this.step === Step.PortalDesc) this.rowsBegin(decodeRowDescription(buf, start, end))
+        else this.violation(type)
         return false
       case Backend.NoData:
-        if (this.step === Step.StmtDesc) this.described([])
-        else if (this.step === Step.PortalDesc) {
-          this.plan = this.session.registry.plan([], [])
-          this.step = Step.Rows
-        } else this.violation(type)
+        if (this.step === Step.StmtDesc) this.described(noFields)
+        else if (this.step === Step.PortalDesc) this.rowsBegin(noFields)
+        else this.violation(type)
         return false
       case Backend.BindComplete:
         if (this.step !== Step.Bind) this.violation(type)
-        if (this.stmt === null) this.step = Step.PortalDesc
-        else {
-          const stmt = this.stmt
+        if (this.stmt === null) {
+          if (this.describing) this.rowsBegin(this.unnamedFields)
+          else this.step = Step.PortalDesc
+        } else {
           // A statement parsed by an earlier request is described by now: its
           // Describe replies came before this Bind's.
-          if (stmt.fields === null) throw new ProtocolError('server completed a Bind for a statement it never described')
-          this.fields = stmt.fields
-          if (this.textResults) {
-            stmt.textPlan ??= this.session.registry.plan(stmt.fields, [])
-            this.plan = stmt.textPlan
-          }
-          this.step = Step.Rows
+          const fields = this.stmt.fields
+          if (fields === null) throw new ProtocolError('server completed a Bind for a statement it never described')
+          this.rowsBegin(fields)
         }
         return false
       case Backend.CommandComplete:
@@ -234,24 +358,65 @@ export class ExtendedQuery implements Request {
     }
   }
 
-  /** The description of a statement this request parsed. */
+  /** The description of the statement, from this request's own Describe. */
   private described(fields: FieldDescription[]): void {
-    const stmt = this.stmt!
-    const reg = this.session.registry
-    stmt.fields = fields
-    const resultFormats = fields.map((f) => reg.resultFormat(f.typeOid))
-    stmt.resultFormats = resultFormats.some((f) => f !== 0) ? resultFormats : []
-    const paramFormats = stmt.paramTypes!.map((oid) => reg.paramFormat(oid))
-    stmt.paramFormats = paramFormats.some((f) => f !== 0) ? paramFormats : []
-    stmt.plan = reg.plan(fields, stmt.resultFormats)
-    if (stmt.state === StatementState.Parsing) stmt.state = StatementState.Ready
+    const stmt = this.stmt
+    const catalog = this.session.catalog
+    if (stmt !== null) {
+      stmt.fields = fields
+      if (stmt.state === StatementState.Parsing) stmt.state = StatementState.Ready
+    }
     this.step = Step.Bind
+    if (this.bindDeferred) {
+      // The parameters are bound by their types, so unknown ones must be
+      // learned first: looked up right now, ahead of everything queued (this
+      // request holds the writer), then bound.
+      const unknown = this.paramTypes.filter((oid) => !catalog.knows(oid))
+      if (unknown.length > 0) {
+        void this.session.lookupTypesAhead(unknown, this.ctx!).then(() => {
+          if (this.step === Step.Bind) this.bindDescribed(fields, this.paramTypes)
+        })
+      } else this.bindDescribed(fields, this.paramTypes)
+    } else if (stmt !== null) {
+      // Start learning unknown parameter and column types now, for the executions to come.
+      const shape = stmt.shape(this.view, catalog)
+      if (shape.unknown.length > 0) void this.session.lookupTypes(shape.unknown)
+    }
+  }
+
+  /** Rows may follow: settle on the plan, or hold rows until unknown column types are learned. */
+  private rowsBegin(fields: FieldDescription[]): void {
+    this.fields = fields
+    this.step = Step.Rows
+    const catalog = this.session.catalog
+    if (this.plan === null) {
+      // Bound before the description was known: the rows come in text.
+      if (this.stmt !== null) {
+        const shape = this.stmt.shape(this.view, catalog)
+        this.plan = shape.textPlan
+        this.planVersion = shape.version
+        this.planUnknown = shape.unknown
+      } else {
+        this.plan = this.view.plan(fields, noFormats)
+        this.planVersion = catalog.version
+        this.planUnknown = fields.filter((f) => !catalog.knows(f.typeOid)).map((f) => f.typeOid)
+      }
+    }
+    if (this.planVersion === catalog.version && this.planUnknown.length === 0) return
+    const missing = fields.filter((f) => !catalog.knows(f.typeOid)).map((f) => f.typeOid)
+    if (missing.length > 0) {
+      this.typesLookup = this.session.lookupTypes(missing)
+      this.held = []
+    } else if (this.planVersion !== catalog.version) {
+      this.plan = this.view.plan(fields, this.formats)
+      this.planVersion = catalog.version
+    }
   }
 
   private row(buf: Uint8Array, start: number, end: number): void {
     const plan = this.plan!
     try {
-      this.rows.push(this.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end))
+      ;(this.rows ??= []).push(this.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end))
     } catch (err) {
       if (err instanceof ProtocolError) throw err
       // A value that fails to decode fails this query only; the stream stays in step.
@@ -315,6 +480,12 @@ export class ExtendedQuery implements Request {
     }
     this.failure = err
     this.step = Step.Complete
+    if (this.bindDeferred) {
+      // Parse or Describe failed before we sent Sync: the server now skips to one.
+      this.bindDeferred = false
+      this.ctx!.writeNow(writeSync)
+      this.ctx!.releaseWriter(this)
+    }
   }
 
   private ready(): boolean {
@@ -325,11 +496,10 @@ export class ExtendedQuery implements Request {
     }
     if (this.step !== Step.Complete && this.step !== Step.CopyInRefused) this.violation(Backend.ReadyForQuery)
     this.release()
-    if (this.failure !== null) this.reject(this.failure)
-    else {
-      const { command, rowCount } = parseCommandTag(this.tag)
-      this.resolve({ rows: this.rows, rowCount, command, fields: this.fields })
-    }
+    if (this.typesLookup !== null) {
+      const lookup = this.typesLookup
+      void lookup.then(() => this.settleHeld())
+    } else this.settle()
     if (this.closes > 0) {
       this.step = Step.CloseComplete
       return false
@@ -338,11 +508,42 @@ export class ExtendedQuery implements Request {
     return true
   }
 
+  /** Decodes the rows held for a type lookup, now that the catalog knows what it could learn. */
+  private settleHeld(): void {
+    const held = this.held!
+    this.held = null
+    try {
+      this.plan = this.view.plan(this.fields, this.formats)
+    } catch (err) {
+      this.failure ??= err as Error
+    }
+    if (this.failure === null) {
+      for (const raw of held) {
+        try {
+          this.row(raw, 0, raw.length)
+        } catch (err) {
+          this.failure ??= err as Error
+        }
+      }
+    }
+    this.settle()
+  }
+
+  private settle(): void {
+    if (this.failure !== null) this.reject(this.failure)
+    else {
+      const { command, rowCount } = parseCommandTag(this.tag)
+      this.resolve({ rows: this.rows ?? [], rowCount, command, fields: this.fields })
+    }
+  }
+
   fail(err: Error, _sent: boolean): void {
     if (this.step === Step.Done) return
-    if (this.step < Step.CloseComplete) this.release()
+    if (this.step < Step.CloseComplete) {
+      this.release()
+      this.reject(err)
+    }
     this.step = Step.Done
-    this.reject(err)
   }
 
   private release(): void {

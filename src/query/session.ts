@@ -1,15 +1,30 @@
-import type { TypeRegistry } from '../types/registry.js'
+import type { Request, RequestContext } from '../connection/request.js'
+import { PgError } from '../errors.js'
+import type { TypeCatalog } from '../types/catalog.js'
+import type { TypeInfo } from '../types/type-info.js'
+import type { TypeView } from '../types/view.js'
+import { ExtendedQuery } from './extended-query.js'
 import { StatementCache } from './statement-cache.js'
 
-/** What queries on one connection share: its prepared statements and the type registry. */
+/**
+ * What queries on one connection share: its prepared statements, the type
+ * catalog and default view, and the lookups of types met for the first time.
+ */
 export class Session {
   /** null when statements are not cached (prepare: false, or a cache size of 0). */
   readonly statements: StatementCache | null
+  /** Type lookups in flight, by OID, so a type is looked up once however many queries meet it. */
+  private readonly lookups = new Map<number, Promise<void>>()
 
   constructor(
-    readonly registry: TypeRegistry,
+    readonly catalog: TypeCatalog,
+    readonly view: TypeView,
     prepare: boolean,
     cacheSize: number,
+    /** Sends an internal request on this session's connection, behind what is already queued. */
+    private readonly send: (req: Request) => void,
+    /** The server's major version (for catalog queries that differ between versions). */
+    private readonly serverVersion: () => number,
   ) {
     this.statements = prepare && cacheSize > 0 ? new StatementCache(cacheSize) : null
   }
@@ -18,4 +33,119 @@ export class Session {
   commandCompleted(tag: string): void {
     if (this.statements !== null && (tag === 'DISCARD ALL' || tag === 'DEALLOCATE ALL')) this.statements.clear()
   }
+
+  /**
+   * Learns the given types (and the types they are made of) from pg_type.
+   * Never rejects: a type that cannot be learned stays unknown and is decoded
+   * as text, which is what the caller falls back to.
+   */
+  lookupTypes(oids: readonly number[]): Promise<void> {
+    const waits: Promise<void>[] = []
+    const needed: number[] = []
+    for (const oid of new Set(oids)) {
+      if (this.catalog.knows(oid)) continue
+      const pending = this.lookups.get(oid)
+      if (pending !== undefined) waits.push(pending)
+      else needed.push(oid)
+    }
+    if (needed.length > 0) {
+      const lookup: Promise<void> = this.runLookup(needed, this.send).then(() => {
+        for (const oid of needed) if (this.lookups.get(oid) === lookup) this.lookups.delete(oid)
+      })
+      for (const oid of needed) this.lookups.set(oid, lookup)
+      waits.push(lookup)
+    }
+    return waits.length === 1 ? waits[0]! : Promise.all(waits).then(() => undefined)
+  }
+
+  /**
+   * Looks types up at once, ahead of everything queued, for a request that
+   * holds the writer and cannot bind its parameters without them.
+   */
+  lookupTypesAhead(oids: readonly number[], ctx: RequestContext): Promise<void> {
+    return this.runLookup([...new Set(oids)], (req) => ctx.writeAhead(req))
+  }
+
+  private runLookup(oids: number[], send: (req: Request) => void): Promise<void> {
+    const req = new ExtendedQuery(this, typeLookupSql(this.serverVersion()), [oids], 'object', false, this.catalog.view(), null)
+    send(req)
+    return req.promise.then(
+      (result) => {
+        const infos = (result.rows as LookupRow[]).map(toTypeInfo)
+        this.catalog.learn(infos)
+        const found = new Set(infos.map((i) => i.oid))
+        this.catalog.giveUp(oids.filter((o) => !found.has(o)))
+      },
+      (err: unknown) => {
+        // In a failed transaction the lookup cannot run; it is tried again the
+        // next time the type is met. Any other failure is final for this session.
+        if (!(err instanceof PgError && err.code === '25P02')) this.catalog.giveUp(oids)
+      },
+    )
+  }
+}
+
+interface LookupRow {
+  oid: number
+  name: string
+  schema: string
+  kind: string
+  category: string
+  len: number
+  elem: number
+  delimiter: string | null
+  base: number
+  subtype: number
+  attnames: string[]
+  atttypes: number[]
+}
+
+function toTypeInfo(r: LookupRow): TypeInfo {
+  const isArray = r.category === 'A' && r.len === -1 && r.elem !== 0
+  return {
+    oid: r.oid,
+    name: r.name,
+    schema: r.schema,
+    kind: isArray ? 'A' : (r.kind as TypeInfo['kind']),
+    elem: isArray ? r.elem : 0,
+    delimiter: r.delimiter ?? ',',
+    base: r.base,
+    subtype: r.subtype,
+    attributes: r.attnames.map((name, i) => ({ name, oid: r.atttypes[i]! })),
+  }
+}
+
+/**
+ * Every type asked for, and every type those are made of (array elements,
+ * domain bases, range subtypes, the range of a multirange, composite
+ * attributes), in one round trip. Multiranges exist from PostgreSQL 14.
+ */
+function typeLookupSql(major: number): string {
+  const multirange = major >= 14
+  return `WITH RECURSIVE wanted(oid) AS (
+  SELECT unnest($1::oid[])
+  UNION
+  SELECT dep.oid FROM wanted w JOIN pg_catalog.pg_type t ON t.oid = w.oid
+  CROSS JOIN LATERAL (
+    SELECT t.typelem WHERE t.typelem <> 0
+    UNION ALL SELECT t.typbasetype WHERE t.typbasetype <> 0
+    UNION ALL SELECT r.rngsubtype FROM pg_catalog.pg_range r WHERE r.rngtypid = t.oid
+    ${multirange ? 'UNION ALL SELECT r.rngtypid FROM pg_catalog.pg_range r WHERE r.rngmultitypid = t.oid' : ''}
+    UNION ALL SELECT a.atttypid FROM pg_catalog.pg_attribute a WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+  ) dep(oid)
+)
+SELECT t.oid AS oid, t.typname::text AS name, n.nspname::text AS schema, t.typtype::text AS kind,
+       t.typcategory::text AS category, t.typlen::int AS len, t.typelem AS elem,
+       e.typdelim::text AS delimiter, t.typbasetype AS base,
+       COALESCE(r.rngsubtype, ${multirange ? 'm.rngtypid, ' : ''}0::oid) AS subtype,
+       ARRAY(SELECT a.attname::text FROM pg_catalog.pg_attribute a
+              WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) AS attnames,
+       ARRAY(SELECT a.atttypid FROM pg_catalog.pg_attribute a
+              WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) AS atttypes
+  FROM wanted w
+  JOIN pg_catalog.pg_type t ON t.oid = w.oid
+  JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+  LEFT JOIN pg_catalog.pg_type e ON e.oid = t.typelem
+  LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid
+  ${multirange ? 'LEFT JOIN pg_catalog.pg_range m ON m.rngmultitypid = t.oid' : ''}`
 }

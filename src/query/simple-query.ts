@@ -1,10 +1,12 @@
 import { PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
 import { writeCopyFail, writeQuery } from '../protocol/frontend.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
 import type { RowPlan } from '../types/row-plan.js'
+import type { TypeView } from '../types/view.js'
 import type { RowMode } from './extended-query.js'
 import { parseCommandTag, type Result } from './result.js'
 import type { Session } from './session.js'
@@ -36,6 +38,10 @@ export class SimpleQuery implements Request {
   private fields: FieldDescription[] = []
   private plan: RowPlan | null = null
   private rows: unknown[] = []
+  /** Rows of the current result kept as bytes while its column types are looked up. */
+  private held: Uint8Array[] | null = null
+  /** Results whose rows wait for a type lookup, with the lookup. */
+  private waiting: { result: Result<unknown>; held: Uint8Array[]; lookup: Promise<void> }[] = []
   private failure: Error | null = null
   private ctx: RequestContext | null = null
 
@@ -43,6 +49,7 @@ export class SimpleQuery implements Request {
     private readonly session: Session,
     readonly text: string,
     private readonly rowMode: RowMode,
+    private readonly view: TypeView,
   ) {
     this.promise = new Promise((resolve, reject) => {
       this.resolve = resolve
@@ -63,6 +70,10 @@ export class SimpleQuery implements Request {
     switch (type) {
       case Backend.DataRow: {
         if (this.step !== Step.Rows) this.violation(type)
+        if (this.held !== null) {
+          this.held.push(copyBytes(buf, start, end))
+          return false
+        }
         const plan = this.plan!
         try {
           this.rows.push(this.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end))
@@ -75,8 +86,9 @@ export class SimpleQuery implements Request {
       case Backend.RowDescription:
         if (this.step !== Step.Idle) this.violation(type)
         this.fields = decodeRowDescription(buf, start, end)
-        this.plan = this.session.registry.plan(this.fields, [])
+        this.plan = this.view.plan(this.fields, [])
         this.step = Step.Rows
+        this.holdIfUnknown()
         return false
       case Backend.CommandComplete: {
         if (this.step !== Step.Idle && this.step !== Step.Rows && this.step !== Step.CopyOutDone) this.violation(type)
@@ -117,20 +129,53 @@ export class SimpleQuery implements Request {
       case Backend.ReadyForQuery:
         if (this.step !== Step.Idle && this.step !== Step.Failed) this.violation(type)
         this.step = Step.Done
-        if (this.failure !== null) this.reject(this.failure)
-        else this.resolve(this.results)
+        if (this.waiting.length > 0) void Promise.all(this.waiting.map((w) => w.lookup)).then(() => this.settleHeld())
+        else this.settle()
         return true
       default:
         this.violation(type)
     }
   }
 
+  /** Columns of types the catalog does not know: keep the rows as bytes until they are looked up. */
+  private holdIfUnknown(): void {
+    const catalog = this.session.catalog
+    const missing = this.fields.filter((f) => !catalog.knows(f.typeOid)).map((f) => f.typeOid)
+    if (missing.length > 0) this.held = []
+  }
+
   private finishStatement(command: string, rowCount: number | null): void {
-    this.results.push({ rows: this.rows, rowCount, command, fields: this.fields })
+    const result = { rows: this.rows, rowCount, command, fields: this.fields }
+    this.results.push(result)
+    if (this.held !== null) {
+      const catalog = this.session.catalog
+      const missing = this.fields.filter((f) => !catalog.knows(f.typeOid)).map((f) => f.typeOid)
+      this.waiting.push({ result, held: this.held, lookup: this.session.lookupTypes(missing) })
+      this.held = null
+    }
     this.rows = []
     this.fields = []
     this.plan = null
     this.step = Step.Idle
+  }
+
+  /** Decodes the rows held for type lookups, now that the catalog knows what it could learn. */
+  private settleHeld(): void {
+    for (const { result, held } of this.waiting) {
+      try {
+        const plan = this.view.plan(result.fields, [])
+        for (const raw of held) result.rows.push(this.rowMode === 'array' ? plan.array(raw, 0, raw.length) : plan.object(raw, 0, raw.length))
+      } catch (err) {
+        this.failure ??= err as Error
+      }
+    }
+    this.waiting = []
+    this.settle()
+  }
+
+  private settle(): void {
+    if (this.failure !== null) this.reject(this.failure)
+    else this.resolve(this.results)
   }
 
   error(fields: PgErrorFields): void {

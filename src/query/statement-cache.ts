@@ -1,6 +1,8 @@
 import type { PgError } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
+import type { TypeCatalog } from '../types/catalog.js'
 import type { RowPlan } from '../types/row-plan.js'
+import type { TypeView } from '../types/view.js'
 
 export const enum StatementState {
   /** Parse has been written; its replies have not all arrived. */
@@ -13,6 +15,19 @@ export const enum StatementState {
 
 const noStatements: Statement[] = []
 
+/** How rows of a statement are requested and decoded through one type view, as of one catalog version. */
+export interface Shape {
+  readonly version: number
+  /** Result formats for Bind: empty when every column is text. */
+  readonly resultFormats: number[]
+  /** Decodes rows in resultFormats. */
+  readonly plan: RowPlan
+  /** Decodes rows requested all in text (executions bound before the description was known). */
+  readonly textPlan: RowPlan
+  /** Column and parameter types the catalog did not know when this shape was made. */
+  readonly unknown: readonly number[]
+}
+
 /** A named prepared statement on one connection. */
 export class Statement {
   state = StatementState.Parsing
@@ -20,23 +35,53 @@ export class Statement {
   paramTypes: number[] | null = null
   /** Result columns; empty for a statement that returns no rows. */
   fields: FieldDescription[] | null = null
-  /** Result formats to ask for once described, one per column (or empty: all text). */
-  resultFormats: number[] = []
-  /** Per-parameter formats once described. */
-  paramFormats: number[] = []
-  /** Plan for rows in resultFormats. */
-  plan: RowPlan | null = null
-  /** Plan for rows in text, for executions bound before the description arrived. */
-  textPlan: RowPlan | null = null
   /** Requests written that still refer to this statement; it is not closed while any do. */
   users = 0
   /** Why Parse failed, reported to executions that were bound before the failure was known. */
   parseError: PgError | null = null
+  // The shape for the view used last (nearly always the client's own), and any others.
+  private shapeView: TypeView | null = null
+  private lastShape: Shape | null = null
+  private otherShapes: Map<TypeView, Shape> | null = null
 
   constructor(
     readonly name: string,
+    /** The cache key: the text, plus the explicit parameter types if any. */
+    readonly key: string,
     readonly text: string,
+    /** Parameter types given in Parse (0 where the server infers them). */
+    readonly declaredTypes: readonly number[],
   ) {}
+
+  /** The shape of this described statement for `view`, rebuilt when the catalog has learned something since. */
+  shape(view: TypeView, catalog: TypeCatalog): Shape {
+    let shape = this.shapeView === view ? this.lastShape : (this.otherShapes?.get(view) ?? null)
+    if (shape === null || shape.version !== catalog.version) {
+      shape = makeShape(this.fields!, this.paramTypes ?? [], view, catalog)
+      if (this.shapeView === null || this.shapeView === view) {
+        this.shapeView = view
+        this.lastShape = shape
+      } else {
+        ;(this.otherShapes ??= new Map()).set(view, shape)
+      }
+    }
+    return shape
+  }
+}
+
+export function makeShape(fields: readonly FieldDescription[], paramTypes: readonly number[], view: TypeView, catalog: TypeCatalog): Shape {
+  const unknown: number[] = []
+  for (const f of fields) if (!catalog.knows(f.typeOid)) unknown.push(f.typeOid)
+  for (const oid of paramTypes) if (!catalog.knows(oid)) unknown.push(oid)
+  const resultFormats = view.resultFormats(fields)
+  const textPlan = view.plan(fields, [])
+  return {
+    version: catalog.version,
+    resultFormats,
+    plan: resultFormats.length === 0 ? textPlan : view.plan(fields, resultFormats),
+    textPlan,
+    unknown,
+  }
 }
 
 /**
@@ -49,7 +94,7 @@ export class StatementCache {
   private readonly map = new Map<string, Statement>()
   private counter = 0
   /** The most recently used text: a hit on it needs no reordering (the common case of one hot query). */
-  private lastText: string | undefined
+  private lastKey: string | undefined
 
   constructor(readonly capacity: number) {}
 
@@ -57,19 +102,19 @@ export class StatementCache {
     return this.map.size
   }
 
-  get(text: string): Statement | undefined {
-    const s = this.map.get(text)
-    if (s !== undefined && text !== this.lastText) {
-      this.map.delete(text)
-      this.map.set(text, s)
-      this.lastText = text
+  get(key: string): Statement | undefined {
+    const s = this.map.get(key)
+    if (s !== undefined && key !== this.lastKey) {
+      this.map.delete(key)
+      this.map.set(key, s)
+      this.lastKey = key
     }
     return s
   }
 
-  /** A new statement for `text`, not yet in the cache. */
-  create(text: string): Statement {
-    return new Statement(`_p${++this.counter}`, text)
+  /** A new statement, not yet in the cache. */
+  create(key: string, text: string, declaredTypes: readonly number[]): Statement {
+    return new Statement(`_p${++this.counter}`, key, text, declaredTypes)
   }
 
   /** Statements evicted and not yet closed on the server. */
@@ -77,8 +122,8 @@ export class StatementCache {
 
   /** Adds a statement, evicting the least recently used ones that are not in use if the cache is full. */
   insert(stmt: Statement): void {
-    this.map.set(stmt.text, stmt)
-    this.lastText = stmt.text
+    this.map.set(stmt.key, stmt)
+    this.lastKey = stmt.key
     if (this.map.size > this.capacity) this.trim()
   }
 
@@ -91,8 +136,8 @@ export class StatementCache {
   private trim(): void {
     for (const s of this.map.values()) {
       if (this.map.size <= this.capacity) break
-      if (s.users > 0 || s.text === this.lastText) continue
-      this.map.delete(s.text)
+      if (s.users > 0 || s.key === this.lastKey) continue
+      this.map.delete(s.key)
       s.state = StatementState.Gone
       this.evicted.push(s)
     }
@@ -108,8 +153,8 @@ export class StatementCache {
 
   /** Forgets a statement (if it is still the one cached for its text). */
   delete(stmt: Statement): void {
-    if (this.map.get(stmt.text) === stmt) this.map.delete(stmt.text)
-    if (this.lastText === stmt.text) this.lastText = undefined
+    if (this.map.get(stmt.key) === stmt) this.map.delete(stmt.key)
+    if (this.lastKey === stmt.key) this.lastKey = undefined
     stmt.state = StatementState.Gone
   }
 
@@ -117,6 +162,6 @@ export class StatementCache {
   clear(): void {
     for (const s of this.map.values()) s.state = StatementState.Gone
     this.map.clear()
-    this.lastText = undefined
+    this.lastKey = undefined
   }
 }

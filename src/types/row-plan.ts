@@ -1,5 +1,5 @@
 import { ProtocolError } from '../errors.js'
-import type { Decoder } from './text-decoders.js'
+import type { Decoder } from './codec.js'
 
 /** The part of a RowDescription field the decoders need. */
 export interface ColumnInfo {

@@ -37,10 +37,19 @@ function describe(v: unknown): string {
   return typeof v
 }
 
+/** Text values must survive the trip: a NUL cannot be stored, a lone surrogate cannot be encoded as UTF-8. */
+function checkString(s: string, index: number): void {
+  if (s.includes('\0')) throw new ParameterError(index, `parameter $${index} contains a NUL character, which PostgreSQL text cannot hold`)
+  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed()) {
+    throw new ParameterError(index, `parameter $${index} is not valid Unicode (it contains a lone surrogate)`)
+  }
+}
+
 /** The text form of a JS value, or null for SQL NULL. */
 export function toText(value: unknown, index: number): string | null {
   switch (typeof value) {
     case 'string':
+      checkString(value, index)
       return value
     case 'number':
       return String(value)

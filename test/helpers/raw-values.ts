@@ -192,3 +192,9 @@ export async function echoParam(oid: number, format: 0 | 1, bytes: Uint8Array | 
   const v = rows[0]![0]!
   return v === null ? null : v.toString('utf8')
 }
+
+/** Runs one statement for its effect (e.g. `SET TimeZone = 'Asia/Kolkata'`) on the shared raw connection. */
+export async function runStatement(sql: string): Promise<void> {
+  const c = await rawConnection()
+  await c.run(sql, [], 0)
+}

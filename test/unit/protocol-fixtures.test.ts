@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Framer } from '../../src/protocol/framer.js'
 import { decodeCommandComplete, decodeErrorFields, decodeParameterDescription, decodeParameterStatus, decodeRowDescription, decodeBackendKeyData, decodeNegotiateProtocolVersion } from '../../src/protocol/backend.js'
-import { defaultRegistry } from '../../src/types/registry.js'
+import { TypeCatalog } from '../../src/types/catalog.js'
 
 // Bytes recorded from real PostgreSQL 15 and 18 servers for one fixed session
 // (scripts/capture-fixtures.ts): startup, an extended query executed twice, a
@@ -57,7 +57,7 @@ for (const version of [15, 18]) {
     const T = msgs.find((m) => m.type === 'T')!
     const fields = decodeRowDescription(T.body, 0, T.body.length)
     assert.deepEqual(fields.map((f) => [f.name, f.typeOid]), [['a', 23], ['b', 25], ['c', 23], ['d', 3802]])
-    const plan = defaultRegistry.plan(fields, [])
+    const plan = new TypeCatalog().view().plan(fields, [])
     const rows = msgs.filter((m) => m.type === 'D').slice(0, 6).map((m) => plan.object(m.body, 0, m.body.length))
     assert.deepEqual(rows, [...Array(3).fill({ a: 7, b: 'é', c: null, d: { k: 1 } }), ...Array(3).fill({ a: 8, b: 'é', c: null, d: { k: 1 } })])
     const tags = msgs.filter((m) => m.type === 'C').map((m) => decodeCommandComplete(m.body, 0, m.body.length))

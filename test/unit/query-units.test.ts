@@ -67,9 +67,9 @@ test('identifiers: empty, NUL and non-strings are refused', () => {
 
 test('statement cache: LRU order, capacity, statements in use are kept, evictions are handed out once', () => {
   const c = new StatementCache(2)
-  const a = c.create('a')
-  const b = c.create('b')
-  const d = c.create('d')
+  const a = c.create('a', 'a', [])
+  const b = c.create('b', 'b', [])
+  const d = c.create('d', 'd', [])
   assert.notEqual(a.name, b.name)
   c.insert(a)
   c.insert(b)
@@ -79,10 +79,10 @@ test('statement cache: LRU order, capacity, statements in use are kept, eviction
   assert.deepEqual(c.takeEvicted(), [b])
   assert.equal(b.state, StatementState.Gone)
   assert.deepEqual(c.takeEvicted(), [])
-  const e = c.create('e')
+  const e = c.create('e', 'e', [])
   c.insert(e) // a in use, d just used before e... d is evicted
-  assert.deepEqual(c.takeEvicted().map((s) => s.text), ['d'])
-  const f = c.create('f')
+  assert.deepEqual(c.takeEvicted().map((s) => s.key), ['d'])
+  const f = c.create('f', 'f', [])
   e.users = 1
   c.insert(f) // a and e in use, f just inserted: over capacity for now
   assert.equal(c.size, 3)
@@ -94,12 +94,12 @@ test('statement cache: LRU order, capacity, statements in use are kept, eviction
 
 test('statement cache: delete and clear', () => {
   const c = new StatementCache(10)
-  const a = c.create('a')
+  const a = c.create('a', 'a', [])
   c.insert(a)
   c.delete(a)
   assert.equal(c.get('a'), undefined)
   assert.equal(a.state, StatementState.Gone)
-  const b = c.create('b')
+  const b = c.create('b', 'b', [])
   c.insert(b)
   c.clear()
   assert.equal(c.size, 0)

@@ -1,60 +1,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { decodeInt, decodeBool, decodeTimestamp, decodeBytea, decodeInt8, decodeFloat, textDecoderFor } from '../../src/types/text-decoders.js'
+import { utf8Read } from '../../src/protocol/utf8.js'
+import { int4Codec } from '../../src/types/codecs/integers.js'
 import { toText, writeTextParam, dateText } from '../../src/types/text-params.js'
 import { RowPlan } from '../../src/types/row-plan.js'
 import { Writer } from '../../src/protocol/writer.js'
 import { ParameterError, ProtocolError } from '../../src/errors.js'
-
-const b = (s: string) => Buffer.from(s)
-const dec = (f: (buf: Uint8Array, s: number, e: number) => unknown, s: string) => {
-  // Decode from the middle of a larger buffer, as from a socket chunk.
-  const buf = Buffer.concat([b('xx'), b(s), b('yy')])
-  return f(buf, 2, 2 + Buffer.byteLength(s))
-}
-
-test('integers in text', () => {
-  for (const n of [0, 1, -1, 32767, -32768, 2147483647, -2147483648, 4294967295]) assert.equal(dec(decodeInt, String(n)), n)
-  assert.equal(dec(decodeInt8, '-9223372036854775808'), -9223372036854775808n)
-})
-
-test('bool, floats', () => {
-  assert.equal(dec(decodeBool, 't'), true)
-  assert.equal(dec(decodeBool, 'f'), false)
-  assert.equal(dec(decodeFloat, '1.5e+300'), 1.5e300)
-  assert.ok(Number.isNaN(dec(decodeFloat, 'NaN')))
-  assert.equal(dec(decodeFloat, '-Infinity'), -Infinity)
-  assert.equal(Object.is(dec(decodeFloat, '-0'), -0), true)
-})
-
-test('timestamps in DateStyle ISO with every offset form, BC and infinity', () => {
-  const cases: [string, string][] = [
-    ['2024-02-29 12:34:56', '2024-02-29T12:34:56.000Z'],
-    ['2024-02-29 12:34:56.5', '2024-02-29T12:34:56.500Z'],
-    ['2024-02-29 12:34:56.123456+00', '2024-02-29T12:34:56.123Z'],
-    ['2024-02-29 12:34:56+05:30', '2024-02-29T07:04:56.000Z'],
-    ['1900-01-01 00:00:00-00:17:30', '1900-01-01T00:17:30.000Z'],
-    ['2024-01-01 00:00:00-08', '2024-01-01T08:00:00.000Z'],
-    ['0001-01-01 00:00:00+00 BC', '0000-01-01T00:00:00.000Z'],
-    ['10000-01-01 00:00:00+00', '+010000-01-01T00:00:00.000Z'],
-    ['0099-06-15 00:00:00+00', '0099-06-15T00:00:00.000Z'],
-  ]
-  for (const [text, iso] of cases) assert.equal((dec(decodeTimestamp, text) as Date).toISOString(), iso, text)
-  assert.equal(dec(decodeTimestamp, 'infinity'), Infinity)
-  assert.equal(dec(decodeTimestamp, '-infinity'), -Infinity)
-})
-
-test('bytea in hex format; anything else is refused', () => {
-  assert.deepEqual(dec(decodeBytea, '\\x00ffA0'), Buffer.from([0, 255, 160]))
-  assert.deepEqual(dec(decodeBytea, '\\x'), Buffer.alloc(0))
-  assert.throws(() => dec(decodeBytea, 'abc'), /hex format/)
-  assert.throws(() => dec(decodeBytea, '\\xzz'), /invalid hex digit/)
-})
-
-test('types without a decoder come back as text', () => {
-  assert.equal(dec(textDecoderFor(1700), '12.50'), '12.50')
-  assert.equal(dec(textDecoderFor(999999), 'é'), 'é')
-})
 
 test('parameters as text', () => {
   assert.equal(toText('x', 1), 'x')
@@ -116,7 +67,7 @@ test('row plan: objects and arrays, NULLs, duplicate names, __proto__ safely', (
       { name: '__proto__', typeOid: 25 },
       { name: 'a', typeOid: 25 },
     ],
-    [decodeInt, textDecoderFor(25), textDecoderFor(25)],
+    [int4Codec.decodeText, utf8Read, utf8Read],
   )
   const data = row(['7', 'p', null])
   const obj = plan.object(data, 0, data.length)
@@ -128,7 +79,7 @@ test('row plan: objects and arrays, NULLs, duplicate names, __proto__ safely', (
 })
 
 test('row plan: structural errors are protocol errors at every truncation', () => {
-  const plan = new RowPlan([{ name: 'a', typeOid: 25 }, { name: 'b', typeOid: 25 }], [textDecoderFor(25), textDecoderFor(25)])
+  const plan = new RowPlan([{ name: 'a', typeOid: 25 }, { name: 'b', typeOid: 25 }], [utf8Read, utf8Read])
   const data = row(['hello', 'world'])
   for (let cut = 0; cut < data.length; cut++) {
     assert.throws(() => plan.object(data, 0, cut), ProtocolError, `object cut at ${cut}`)

@@ -1,0 +1,87 @@
+import { defaultTypeOptions, type Codec, type ResolvedTypeOptions, type TypeOptions } from './codec.js'
+import { customCodec, type CustomType } from './custom.js'
+import { BUILTIN_INFOS, type TypeInfo } from './type-info.js'
+import { TypeView } from './view.js'
+
+/**
+ * Everything a client (or a pool) knows about the types of one database: the
+ * built-in types, the types learned from pg_type as queries meet them, and the
+ * codecs the application registered. Views over it (one per set of type
+ * options) turn OIDs into codecs. Never global: two clients can decode the
+ * same type differently.
+ */
+export class TypeCatalog {
+  /** Bumped whenever what the catalog knows changes; views and statements rebuild from it. */
+  version = 0
+  private readonly learned = new Map<number, TypeInfo>()
+  private readonly userByOid = new Map<number, Codec>()
+  private readonly userByName = new Map<string, Codec>()
+  private readonly views = new Map<string, TypeView>()
+  /** OIDs a lookup could not resolve (not in pg_type, or the lookup failed), with the version it failed at. */
+  private readonly failed = new Map<number, number>()
+
+  constructor(readonly options: ResolvedTypeOptions = defaultTypeOptions) {}
+
+  info(oid: number): TypeInfo | undefined {
+    return BUILTIN_INFOS.get(oid) ?? this.learned.get(oid)
+  }
+
+  /** True when decoding `oid` needs nothing more from the server. */
+  knows(oid: number): boolean {
+    return oid === 0 || this.userByOid.has(oid) || BUILTIN_INFOS.has(oid) || this.learned.has(oid) || this.failed.has(oid)
+  }
+
+  userCodec(oid: number, info: TypeInfo | undefined): Codec | undefined {
+    const byOid = this.userByOid.get(oid)
+    if (byOid !== undefined || info === undefined) return byOid
+    return this.userByName.get(`${info.schema}.${info.name}`) ?? this.userByName.get(info.name)
+  }
+
+  /** Adds what a catalog lookup found. */
+  learn(infos: readonly TypeInfo[]): void {
+    for (const info of infos) {
+      this.learned.set(info.oid, info)
+      this.failed.delete(info.oid)
+    }
+    this.version++
+  }
+
+  /** Remembers that these OIDs could not be resolved, so they are not looked up again and again. */
+  giveUp(oids: readonly number[]): void {
+    for (const oid of oids) this.failed.set(oid, this.version)
+  }
+
+  /** Forgets failed lookups (after a failure caused by the transaction state, worth retrying later). */
+  retryFailed(): void {
+    if (this.failed.size > 0) {
+      this.failed.clear()
+      this.version++
+    }
+  }
+
+  /** Registers an application codec, by OID or by (optionally schema-qualified) name. */
+  register(custom: CustomType): void {
+    const codec = customCodec(custom)
+    if (custom.oid !== undefined) this.userByOid.set(custom.oid, codec)
+    if (custom.name !== undefined) this.userByName.set(custom.name, codec)
+    this.version++
+  }
+
+  /** The view for a set of options (cached: only a handful of combinations exist). */
+  view(options: TypeOptions = {}): TypeView {
+    const resolved: ResolvedTypeOptions = { ...this.options, ...definedOnly(options) }
+    const key = `${resolved.int8}/${resolved.numeric}/${resolved.timestamps}/${resolved.dates}`
+    let view = this.views.get(key)
+    if (view === undefined) {
+      view = new TypeView(this, resolved)
+      this.views.set(key, view)
+    }
+    return view
+  }
+}
+
+function definedOnly(o: TypeOptions): TypeOptions {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) out[k] = v
+  return out as TypeOptions
+}

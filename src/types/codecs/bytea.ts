@@ -1,0 +1,114 @@
+import type { Codec, ResolvedTypeOptions } from '../codec.js'
+import { malformed, wrongType } from './scalar-errors.js'
+
+// bytea as a Node Buffer when the runtime has one (a Buffer over a fresh copy,
+// never a view of the socket chunk), else a Uint8Array. Text decoding reads
+// both bytea_output formats: hex ('\x0a0b') and escape ('ab\000\\').
+// Parameters: a Uint8Array (Buffer included) goes in binary as is; a string
+// goes as text for the server to parse ('\x0a0b' or escape format). Other
+// typed arrays are refused: their bytes depend on the platform's endianness.
+
+interface NodeBufferStatics {
+  from(ab: ArrayBuffer, offset: number, length: number): Uint8Array
+}
+const NodeBuffer = (globalThis as { Buffer?: NodeBufferStatics }).Buffer
+
+function wrap(bytes: Uint8Array<ArrayBuffer>): Uint8Array {
+  return NodeBuffer ? NodeBuffer.from(bytes.buffer, 0, bytes.length) : bytes
+}
+
+function decodeByteaBinary(buf: Uint8Array, start: number, end: number): Uint8Array {
+  const out = new Uint8Array(end - start)
+  out.set(buf.subarray(start, end))
+  return wrap(out)
+}
+
+// Hex digit values; -1 for bytes that are not hex digits.
+const HEX_VALUE = new Int8Array(256).fill(-1)
+for (let i = 0; i < 10; i++) HEX_VALUE[0x30 + i] = i
+for (let i = 0; i < 6; i++) HEX_VALUE[0x41 + i] = HEX_VALUE[0x61 + i] = 10 + i
+
+function decodeByteaText(buf: Uint8Array, start: number, end: number): Uint8Array {
+  if (end - start >= 2 && buf[start] === 0x5c && buf[start + 1] === 0x78) return decodeHex(buf, start + 2, end)
+  return decodeEscape(buf, start, end)
+}
+
+function decodeHex(buf: Uint8Array, start: number, end: number): Uint8Array {
+  if ((end - start) & 1) throw malformed('bytea', 'odd number of hex digits')
+  const n = (end - start) >> 1
+  const out = new Uint8Array(n)
+  for (let i = 0, p = start; i < n; i++, p += 2) {
+    const hi = HEX_VALUE[buf[p]!]!
+    const lo = HEX_VALUE[buf[p + 1]!]!
+    if ((hi | lo) < 0) throw malformed('bytea', 'invalid hex digit')
+    out[i] = (hi << 4) | lo
+  }
+  return wrap(out)
+}
+
+/** The escape format: '\\' for a backslash, '\ooo' (octal) for a byte, any other byte as itself. */
+function decodeEscape(buf: Uint8Array, start: number, end: number): Uint8Array {
+  let n = 0
+  for (let p = start; p < end; n++) {
+    if (buf[p] !== 0x5c) p++
+    else if (p + 1 < end && buf[p + 1] === 0x5c) p += 2
+    else if (p + 3 < end && isOctalEscape(buf, p)) p += 4
+    else throw malformed('bytea', 'invalid escape sequence')
+  }
+  const out = new Uint8Array(n)
+  for (let p = start, i = 0; p < end; i++) {
+    const c = buf[p]!
+    if (c !== 0x5c) {
+      out[i] = c
+      p++
+    } else if (buf[p + 1] === 0x5c) {
+      out[i] = 0x5c
+      p += 2
+    } else {
+      out[i] = ((buf[p + 1]! - 0x30) << 6) | ((buf[p + 2]! - 0x30) << 3) | (buf[p + 3]! - 0x30)
+      p += 4
+    }
+  }
+  return wrap(out)
+}
+
+function isOctalEscape(buf: Uint8Array, p: number): boolean {
+  const a = buf[p + 1]! - 0x30
+  const b = buf[p + 2]! - 0x30
+  const c = buf[p + 3]! - 0x30
+  return a >= 0 && a <= 3 && b >= 0 && b <= 7 && c >= 0 && c <= 7
+}
+
+const HEX = '0123456789abcdef'
+
+/** The hex text form '\x...' of some bytes. */
+export function byteaHex(b: Uint8Array): string {
+  let s = '\\x'
+  for (let i = 0; i < b.length; i++) s += HEX[b[i]! >> 4]! + HEX[b[i]! & 15]!
+  return s
+}
+
+const BYTEA_EXPECTED = 'a Uint8Array, a Buffer or a string'
+
+export const byteaCodec: Codec = {
+  name: 'bytea',
+  decodeText: decodeByteaText,
+  decodeBinary: decodeByteaBinary,
+  encodeText: (v) => {
+    if (typeof v === 'string') return v
+    if (v instanceof Uint8Array) return byteaHex(v)
+    throw wrongType('bytea', BYTEA_EXPECTED, v)
+  },
+  encodeBinary: (w, v) => {
+    if (v instanceof Uint8Array) {
+      w.bytes(v)
+      return true
+    }
+    if (typeof v === 'string') return false
+    throw wrongType('bytea', BYTEA_EXPECTED, v)
+  },
+}
+
+export function registerBytea(table: Map<number, Codec>, _options: ResolvedTypeOptions): void {
+  table.set(17, byteaCodec) // bytea
+}
