@@ -9,6 +9,7 @@ export { fragment, identifier, quoteIdentifier, Fragment, Identifier } from './q
 export { typed, TypedValue } from './query/typed.js'
 export { Range, type RangeBounds } from './types/range.js'
 export { Interval } from './types/interval.js'
+export { Money } from './types/money.js'
 export type { TypeOptions } from './types/codec.js'
 export type { CustomType } from './types/custom.js'
 export type { Notification, TransactionStatus } from './protocol/backend.js'

@@ -52,7 +52,8 @@ export function toText(value: unknown, index: number): string | null {
       checkString(value, index)
       return value
     case 'number':
-      return String(value)
+      // String(-0) is '0': the sign of zero must survive.
+      return Object.is(value, -0) ? '-0' : String(value)
     case 'bigint':
       return value.toString()
     case 'boolean':
@@ -63,7 +64,7 @@ export function toText(value: unknown, index: number): string | null {
       if (value === null) return null
       if (value instanceof Date) return dateText(value, index)
       if (value instanceof Uint8Array) return byteaText(value)
-      if (Array.isArray(value)) return arrayText(value, index)
+      if (Array.isArray(value)) return boundsDecoration(value) + arrayText(value, index)
       if (ArrayBuffer.isView(value)) {
         throw new ParameterError(index, `parameter $${index} is a ${describe(value)}; only Uint8Array and Buffer can be sent as bytea`)
       }
@@ -79,6 +80,20 @@ export function toText(value: unknown, index: number): string | null {
 
 function quoteElement(s: string): string {
   return '"' + s.replace(/[\\"]/g, '\\$&') + '"'
+}
+
+/** '[0:2]=' style prefix for an array whose `lowerBounds` (set when it was decoded) are not all 1. */
+function boundsDecoration(a: readonly unknown[]): string {
+  const lbs = (a as { lowerBounds?: unknown }).lowerBounds
+  if (!Array.isArray(lbs)) return ''
+  let out = ''
+  let level: unknown = a
+  for (const lb of lbs) {
+    if (!Array.isArray(level) || !Number.isInteger(lb)) return ''
+    out += `[${lb}:${lb + level.length - 1}]`
+    level = level[0]
+  }
+  return out + '='
 }
 
 /** A PostgreSQL array literal; nested arrays become dimensions. */

@@ -100,12 +100,15 @@ function splitUs(us: bigint): [number, number] {
   return [Number(day), Number(rest)]
 }
 
-/** The ISO 8601 string the 'string' mode gives for µs since 2000-01-01 (add 'Z' for timestamptz). */
-export function isoOf(us: bigint): string {
+/**
+ * The string the 'string' mode gives for µs since 2000-01-01: ISO 8601 with a
+ * 'T' (and 'Z' when zoned), years written as PostgreSQL reads them back (no
+ * sign past 9999, ' BC' at the end).
+ */
+export function isoOf(us: bigint, zoned = false): string {
   const [day, rest] = splitUs(us)
-  const [y, m, d] = civil(day)
-  const ys = y >= 0 && y <= 9999 ? String(y).padStart(4, '0') : (y < 0 ? '-' : '+') + String(Math.abs(y)).padStart(6, '0')
-  return `${ys}-${p2(m)}-${p2(d)}T${timeOfDay(rest)}`
+  const { text, bc } = pgDateParts(day)
+  return `${text}T${timeOfDay(rest)}${zoned ? 'Z' : ''}${bc ? ' BC' : ''}`
 }
 
 /** What PostgreSQL prints for a timestamp (µs since 2000, UTC) shown at an offset of `east` seconds (null: timestamp without time zone). */
@@ -249,4 +252,17 @@ export function mutationsOf(s: string | Uint8Array): Uint8Array[] {
     }
   }
   return out
+}
+
+/**
+ * An ISO 8601 timestamp (years as ±YYYYYY past 0000–9999, 'Z' when zoned) in
+ * the form the 'string' mode gives (see isoOf): the same instant, years written
+ * as PostgreSQL reads them back.
+ */
+export function pgStyle(iso: string): string {
+  const m = /^([+-]?)(\d{4,6})(-.*?)(Z?)$/.exec(iso)
+  if (m === null) return iso
+  const year = Number(m[1] === '-' ? -Number(m[2]) : Number(m[2]))
+  if (year <= 0) return `${String(1 - year).padStart(4, '0')}${m[3]}${m[4]} BC`
+  return `${String(year).padStart(4, '0')}${m[3]}${m[4]}`
 }

@@ -2,6 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { RawConnection, echoParam, rawConnection } from '../helpers/raw-values.js'
+import { Money } from '../../src/types/money.js'
 import { Writer } from '../../src/protocol/writer.js'
 import type { Codec, TypeOptions } from '../../src/types/codec.js'
 import { codecOf } from '../unit/types-scalars-support.js'
@@ -228,12 +229,12 @@ test('numeric: exactly PostgreSQL text, with scale, huge weight, tiny scale and 
 
 test('money: minor units from text and binary', async () => {
   await checkAll(790, [
-    ["'1234.56'::money", 123456n],
-    ["'-1.00'::money", -100n],
-    ["'($1.00)'::money", -100n],
-    ["'0'::money", 0n],
-    ["'92233720368547758.07'::money", 9223372036854775807n],
-    ["'-92233720368547758.08'::money", -9223372036854775808n],
+    ["'1234.56'::money", new Money(123456n)],
+    ["'-1.00'::money", new Money(-100n)],
+    ["'($1.00)'::money", new Money(-100n)],
+    ["'0'::money", new Money(0n)],
+    ["'92233720368547758.07'::money", new Money(9223372036854775807n)],
+    ["'-92233720368547758.08'::money", new Money(-9223372036854775808n)],
   ])
 })
 
@@ -441,8 +442,9 @@ test('encoders: floats, numeric, money', async () => {
     { oid: 1700, value: -Infinity, expected: '-Infinity', binary: true },
     { oid: 1700, value: 123456789012345678901234567890n, expected: '123456789012345678901234567890', binary: true },
     { oid: 1700, value: -10000n, expected: '-10000', binary: true },
-    { oid: 790, value: -123456n, expected: '-$1,234.56', binary: true, text: false },
-    { oid: 790, value: 9223372036854775807n, expected: '$92,233,720,368,547,758.07', binary: true, text: false },
+    { oid: 790, value: new Money(-123456n), expected: '-$1,234.56', binary: true, text: false },
+    { oid: 790, value: new Money(9223372036854775807n), expected: '$92,233,720,368,547,758.07', binary: true, text: false },
+    { oid: 790, value: 12n, expected: '$12.00', binary: false },
     { oid: 790, value: 12.34, expected: '$12.34', binary: false },
     { oid: 790, value: '-$5.00', expected: '-$5.00', binary: false },
   ])

@@ -83,7 +83,7 @@ async function checkTimestamps(zoned: boolean): Promise<void> {
       batch.forEach((us, i) => {
         const label = `${us} µs, server text '${text[i]}'`
         assert.deepEqual(binary[i], sent[i], label)
-        const iso = isoOf(us) + (zoned ? 'Z' : '')
+        const iso = isoOf(us, zoned)
         assert.equal(decodeIn(s.decodeText, text[i]!), iso, label)
         assert.equal(decodeIn(s.decodeBinary!, binary[i]!), iso, label)
         const fromText = decodeOrError(d.decodeText, text[i]!)

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { assertCodecError, bytes, codecOf, decode, encodeBinary } from './types-scalars-support.js'
 import { parseFloatText } from '../../src/types/codecs/floats.js'
 import { numericBinaryToString } from '../../src/types/codecs/numeric.js'
+import { Money } from '../../src/types/money.js'
 
 // Exact bytes for the numeric scalar codecs: bool, integers, OID-like types,
 // floats, numeric and money, both formats, both directions, edge values and
@@ -454,7 +455,7 @@ test('numeric: strings, numbers and bigints to binary', () => {
   assertCodecError(() => c.encodeText({}), /numeric needs/)
 })
 
-test('money: a bigint of minor units from every text form and from binary', () => {
+test('money: a Money of minor units from every text form and from binary', () => {
   const c = codecOf(MONEY)
   const cases: [string, bigint][] = [
     ['$1,234.56', 123456n],
@@ -466,20 +467,23 @@ test('money: a bigint of minor units from every text form and from binary', () =
     ['$92,233,720,368,547,758.07', 9223372036854775807n],
     ['-$92,233,720,368,547,758.08', -9223372036854775808n],
   ]
-  for (const [text, v] of cases) assert.equal(decode(c.decodeText, text), v, text)
-  assert.equal(decode(c.decodeBinary, bytes('fffffffffffe1dc0')), -123456n)
-  assert.equal(decode(c.decodeBinary, bytes('7fffffffffffffff')), 9223372036854775807n)
-  assert.equal(decode(c.decodeBinary, bytes('8000000000000000')), -9223372036854775808n)
-  assert.deepEqual(encodeBinary(c, -123456n), bytes('fffffffffffe1dc0'))
-  assert.deepEqual(encodeBinary(c, 0n), bytes('0000000000000000'))
+  for (const [text, v] of cases) assert.deepEqual(decode(c.decodeText, text), new Money(v), text)
+  assert.deepEqual(decode(c.decodeBinary, bytes('fffffffffffe1dc0')), new Money(-123456n))
+  assert.deepEqual(decode(c.decodeBinary, bytes('7fffffffffffffff')), new Money(9223372036854775807n))
+  assert.deepEqual(decode(c.decodeBinary, bytes('8000000000000000')), new Money(-9223372036854775808n))
+  assert.deepEqual(encodeBinary(c, new Money(-123456n)), bytes('fffffffffffe1dc0'))
+  assert.deepEqual(encodeBinary(c, new Money(0n)), bytes('0000000000000000'))
+  // A bare bigint is an amount in major units, like a number: text.
+  assert.equal(encodeBinary(c, 5n), false)
+  assert.equal(c.encodeText(5n), '5')
   assert.equal(encodeBinary(c, '12.34'), false)
   assert.equal(encodeBinary(c, 12.34), false)
   assert.equal(c.encodeText(12.34), '12.34')
   assert.equal(c.encodeText('$5'), '$5')
-  assertCodecError(() => c.encodeText(5n), /money needs a number or a string in major units \(a bigint of minor units goes only in binary\); got a bigint/)
-  assertCodecError(() => encodeBinary(c, 2n ** 63n), /out of range for money/)
+  assertCodecError(() => c.encodeText(new Money(5n)), /money needs a number, a bigint or a string in major units \(a Money goes only in binary\); got an object \(Money\)/)
+  assertCodecError(() => encodeBinary(c, new Money(2n ** 63n)), /out of range for money/)
   assertCodecError(() => encodeBinary(c, NaN), /money needs/)
-  assertCodecError(() => encodeBinary(c, true), /^money needs a bigint of minor units, or a number or a string in major units; got a boolean$/)
+  assertCodecError(() => encodeBinary(c, true), /^money needs a Money \(minor units\), or a number, a bigint or a string in major units; got a boolean$/)
   assertCodecError(() => decode(c.decodeText, '$'), /malformed money/)
   assertCodecError(() => decode(c.decodeText, '$92,233,720,368,547,758.08'), /out of range for money/)
   assertCodecError(() => decode(c.decodeText, '$1,000,000,000,000,000,000.00'), /out of range for money/)

@@ -17,6 +17,7 @@ import {
   int32Hex,
   int64Hex,
   isoOf,
+  pgStyle,
   JS_DATE_MAX_MS,
   MIN_DATE_DAY,
   MIN_TIMESTAMP,
@@ -256,13 +257,13 @@ test('timestamp helpers agree with bytes captured from a real server', () => {
 test('timestamp and timestamptz: exact bytes both ways, in both modes', () => {
   for (const [us, text] of TIMESTAMPS) {
     const hex = int64Hex(us)
-    assert.equal(isoOf(us), text)
-    assert.equal(decBin(tsS, hex), text, text)
-    assert.equal(decBin(tstzS, hex), text + 'Z', text)
+    assert.equal(isoOf(us), pgStyle(text))
+    assert.equal(decBin(tsS, hex), pgStyle(text), text)
+    assert.equal(decBin(tstzS, hex), pgStyle(text + 'Z'), text)
     const ms = Number(us / 1000n - (us % 1000n < 0n ? 1n : 0n)) + PG_EPOCH_MS
     if (ms > JS_DATE_MAX_MS) {
-      throwsCodec(() => decBin(tsD, hex), /^timestamp \+294276-12-31T23:59:59.999999 is beyond the range of a JavaScript Date; use the timestamps: 'string' option$/)
-      throwsCodec(() => decBin(tstzD, hex), /^timestamptz \+294276-12-31T23:59:59.999999Z is beyond/)
+      throwsCodec(() => decBin(tsD, hex), /^timestamp 294276-12-31T23:59:59.999999 is beyond the range of a JavaScript Date; use the timestamps: 'string' option$/)
+      throwsCodec(() => decBin(tstzD, hex), /^timestamptz 294276-12-31T23:59:59.999999Z is beyond/)
       continue
     }
     const d = decBin(tsD, hex) as Date
@@ -323,8 +324,8 @@ test('timestamp and timestamptz: text in DateStyle ISO with every offset form, B
     ['294276-12-31 23:59:59.999999', '+294276-12-31T23:59:59.999999'],
   ]
   for (const [text, expected] of plain) {
-    assert.equal(decText(tsS, text), expected, text)
-    assert.equal(decText(tstzS, text.replace(/( BC)?$/, '+00$1')), expected + 'Z', text)
+    assert.equal(decText(tsS, text), pgStyle(expected), text)
+    assert.equal(decText(tstzS, text.replace(/( BC)?$/, '+00$1')), pgStyle(expected + 'Z'), text)
   }
   const zoned: [string, string][] = [
     ['2024-02-29 12:34:56.123456+05:30', '2024-02-29T07:04:56.123456Z'],
@@ -349,7 +350,7 @@ test('timestamp and timestamptz: text in DateStyle ISO with every offset form, B
     ['2024-01-01 00:00:00', '2024-01-01T00:00:00Z'],
   ]
   for (const [text, expected] of zoned) {
-    assert.equal(decText(tstzS, text), expected, text)
+    assert.equal(decText(tstzS, text), pgStyle(expected), text)
     const ms = new Date(expected).getTime()
     if (ms <= JS_DATE_MAX_MS) assert.equal((decText(tstzD, text) as Date).getTime(), Math.floor(ms), text)
   }
@@ -414,10 +415,10 @@ test('timestamps: random microseconds decode identically from binary and from te
       const hex = int64Hex(us)
       const expected = isoOf(us)
       assert.equal(decBin(tsS, hex), expected)
-      assert.equal(decBin(tstzS, hex), expected + 'Z')
+      assert.equal(decBin(tstzS, hex), isoOf(us, true))
       assert.equal(decText(tsS, pgTimestampText(us, null)), expected)
       const text = pgTimestampText(us, east)
-      assert.equal(decText(tstzS, text), expected + 'Z', text)
+      assert.equal(decText(tstzS, text), isoOf(us, true), text)
       const d = dateOf(us)
       if (d.getTime() <= JS_DATE_MAX_MS) {
         assert.deepEqual(decBin(tsD, hex), d)

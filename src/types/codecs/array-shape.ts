@@ -9,16 +9,21 @@ export const MAX_DIMS = 6
 
 /**
  * A codec whose JS values are themselves JS arrays (a multirange is Range[], a
- * composite may be given positionally). Inside an array parameter of such a
- * type, a JS array is a further dimension only when its first element is a JS
- * array too; otherwise it is one element.
+ * composite may be given positionally, an lseg is [point, point]). Inside an
+ * array parameter of such a type, a JS array is a further dimension only when
+ * its first element is a JS array too; otherwise it is one element. With
+ * 'always' (json, whose values are any JSON arrays, nested or not), an inner JS
+ * array is always one element: such arrays have one dimension.
  */
 export interface ArrayValuedCodec extends Codec {
-  readonly valuesAreArrays: true
+  readonly valuesAreArrays: true | 'always'
 }
 
-export function valuesAreArrays(c: Codec): boolean {
-  return (c as Partial<ArrayValuedCodec>).valuesAreArrays === true
+/** How inner JS arrays of an array parameter are read: false, dimensions; true, see ArrayValuedCodec; 'always', elements. */
+export type ArrayValueMode = boolean | 'always'
+
+export function valuesAreArrays(c: Codec): ArrayValueMode {
+  return (c as Partial<ArrayValuedCodec>).valuesAreArrays ?? false
 }
 
 /** The outermost level of an array value: a JS array or a typed array (Int32Array, Float64Array, ...). */
@@ -30,13 +35,13 @@ export function isTopArray(v: unknown): v is ArrayLike<unknown> {
  * Inner levels are JS arrays only: a Uint8Array inside a bytea[] is one element,
  * and so would be a typed array that some element type uses as its value.
  */
-export function isLevel(v: unknown, arrayValued: boolean): v is unknown[] {
-  if (!Array.isArray(v)) return false
+export function isLevel(v: unknown, arrayValued: ArrayValueMode): v is unknown[] {
+  if (!Array.isArray(v) || arrayValued === 'always') return false
   return !arrayValued || (v.length > 0 && Array.isArray(v[0]))
 }
 
 /** Dimensions of an array value, read along its first elements; any 0 makes it an empty array. */
-export function dimensionsOf(value: ArrayLike<unknown>, arrayValued: boolean, name: string): number[] {
+export function dimensionsOf(value: ArrayLike<unknown>, arrayValued: ArrayValueMode, name: string): number[] {
   const dims: number[] = []
   let level: ArrayLike<unknown> = value
   for (;;) {

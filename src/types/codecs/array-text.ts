@@ -1,5 +1,6 @@
 import { CodecError, describeValue, type Decoder } from '../codec.js'
 import { MAX_DIMS, dimensionsOf, isLevel, isTopArray, lowerBoundsOf, raggedError, setLowerBounds } from './array-shape.js'
+import type { ArrayValueMode } from './array-shape.js'
 import {
   BACKSLASH,
   LBRACE,
@@ -269,7 +270,7 @@ export function formatArrayText(
   value: unknown,
   encode: (v: unknown) => string,
   delimiter: string,
-  arrayValued: boolean,
+  arrayValued: ArrayValueMode,
   name: string,
 ): string {
   if (!isTopArray(value)) throw new CodecError(`${name} needs an array or a string; got ${describeValue(value)}`)
@@ -291,7 +292,7 @@ function formatLevel(
   dims: readonly number[],
   encode: (v: unknown) => string,
   delimiter: string,
-  arrayValued: boolean,
+  arrayValued: ArrayValueMode,
   name: string,
 ): string {
   let s = '{'

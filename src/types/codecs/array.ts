@@ -2,6 +2,7 @@ import type { Writer } from '../../protocol/writer.js'
 import { BUILTIN_TYPES } from '../builtin-types.js'
 import { CodecError, describeValue, type BinaryEncoder, type Codec, type Decoder, type ResolvedTypeOptions } from '../codec.js'
 import { MAX_DIMS, dimensionsOf, isLevel, isTopArray, lowerBoundsOf, raggedError, setLowerBounds, valuesAreArrays } from './array-shape.js'
+import type { ArrayValueMode } from './array-shape.js'
 import { formatArrayText, parseArrayText } from './array-text.js'
 import { readInt32, readUint32 } from './binary.js'
 
@@ -152,7 +153,7 @@ function encodeArrayBinary(
   value: unknown,
   encode: BinaryEncoder,
   elementOid: number,
-  arrayValued: boolean,
+  arrayValued: ArrayValueMode,
   name: string,
 ): boolean {
   if (!isTopArray(value)) throw new CodecError(`${name} needs an array or a string; got ${describeValue(value)}`)
@@ -198,7 +199,7 @@ function writeLevel(
   depth: number,
   dims: readonly number[],
   encode: BinaryEncoder,
-  arrayValued: boolean,
+  arrayValued: ArrayValueMode,
   name: string,
 ): number {
   let nulls = 0

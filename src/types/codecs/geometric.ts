@@ -1,4 +1,5 @@
 import type { Writer } from '../../protocol/writer.js'
+import type { ArrayValuedCodec } from './array-shape.js'
 import { CodecError, describeValue, type Codec, type ResolvedTypeOptions } from '../codec.js'
 import { expectLength, readFloat64, readInt32, writeFloat64 } from './binary.js'
 import { formatFloat, GeometricTextReader } from './geometric-text.js'
@@ -198,9 +199,11 @@ function pairCodec(name: string, open: string, close: string): Codec {
   )
 }
 
-export const lsegCodec: Codec = pairCodec('lseg', '[', ']')
+// Values that are JS arrays (of points): inside an array parameter such a value
+// is one element, not a further dimension.
+export const lsegCodec: ArrayValuedCodec = { ...pairCodec('lseg', '[', ']'), valuesAreArrays: true }
 /** The server puts the corners in order (upper right first) whatever order they come in. */
-export const boxCodec: Codec = pairCodec('box', '', '')
+export const boxCodec: ArrayValuedCodec = { ...pairCodec('box', '', ''), valuesAreArrays: true }
 
 export const pathCodec: Codec = geometricCodec<Path>(
   'path',
@@ -221,7 +224,7 @@ export const pathCodec: Codec = geometricCodec<Path>(
   (p) => (p.closed ? `(${pointListText(p.points)})` : `[${pointListText(p.points)}]`),
 )
 
-export const polygonCodec: Codec = geometricCodec<Polygon>(
+export const polygonCodec: ArrayValuedCodec = { valuesAreArrays: true, ...geometricCodec<Polygon>(
   'polygon',
   'an array of at least one { x, y } point',
   (buf, start, end) => reader.polygon('polygon', buf, start, end),
@@ -232,7 +235,7 @@ export const polygonCodec: Codec = geometricCodec<Polygon>(
     for (let i = 0; i < points.length; i++) writePoint(w, points[i]!)
   },
   (points) => `(${pointListText(points)})`,
-)
+) }
 
 export const circleCodec: Codec = geometricCodec<Circle>(
   'circle',

@@ -1,4 +1,5 @@
 import type { Writer } from '../../protocol/writer.js'
+import type { ArrayValuedCodec } from './array-shape.js'
 import { CodecError, type Codec, type ResolvedTypeOptions } from '../codec.js'
 import { utf8Read } from '../../protocol/utf8.js'
 import { checkText } from './text-checks.js'
@@ -58,7 +59,10 @@ function jsonText(name: string, v: unknown): string {
   return stringify(name, v)
 }
 
-export const jsonCodec: Codec = {
+// A JSON value may be a JS array, nested or not: in a json[] parameter an inner
+// JS array is always one JSON value, never a further dimension.
+export const jsonCodec: ArrayValuedCodec = {
+  valuesAreArrays: 'always',
   name: 'json',
   decodeText: decodeJsonText,
   decodeBinary: decodeJsonText,
@@ -71,7 +75,8 @@ export const jsonCodec: Codec = {
   },
 }
 
-export const jsonbCodec: Codec = {
+export const jsonbCodec: ArrayValuedCodec = {
+  valuesAreArrays: 'always',
   name: 'jsonb',
   decodeText: decodeJsonbText,
   decodeBinary: decodeJsonbBinary,

@@ -2,21 +2,23 @@ import type { Writer } from '../../protocol/writer.js'
 import type { Codec, ResolvedTypeOptions } from '../codec.js'
 import { expectLength, INT64_MAX, INT64_MIN, writeInt64 } from './binary.js'
 import { readInt64Fast } from './integers.js'
+import { Money } from '../money.js'
 import { malformed, outOfRange, wrongType } from './scalar-errors.js'
 
-// money as a bigint of the currency's MINOR units (cents for '$1.23' → 123n),
+// money as a Money holding the currency's MINOR units (cents for '$1.23' → 123n),
 // which is exactly what the server stores: binary money is that int64. The
 // text form depends on the server's lc_monetary ('$1,234.56', '-$1.00',
 // '($1.00)', '1.234,56 €'); stripping everything but the digits and the sign
 // gives the same integer, because the text always shows every fractional digit
 // the locale has.
 //
-// Parameters: a bigint is minor units, sent in binary. A number or a string is
-// sent as text and parsed by the server in its locale, so it is in MAJOR units
-// ('12.34' or 12.34 mean $12.34). A bigint cannot be written as text without
+// Parameters: a Money is minor units, sent in binary. A number, a bigint or a
+// string is sent as text and parsed by the server in its locale, so it is in
+// MAJOR units ('12.34' or 12.34 mean $12.34): the same meaning whether or not
+// the parameter's type is known yet. A Money cannot be written as text without
 // knowing the locale's number of fractional digits, so encodeText refuses it.
 
-function decodeMoneyText(buf: Uint8Array, start: number, end: number): bigint {
+function decodeMoneyText(buf: Uint8Array, start: number, end: number): Money {
   let neg = false
   // Up to 15 digits accumulate exactly in a double; the rest go into a bigint.
   let head = 0n
@@ -41,7 +43,7 @@ function decodeMoneyText(buf: Uint8Array, start: number, end: number): bigint {
   let v = head === 0n ? BigInt(n) : head * 10n ** BigInt(count) + BigInt(n)
   if (neg) v = -v
   if (v < INT64_MIN || v > INT64_MAX) throw outOfRange('money')
-  return v
+  return new Money(v)
 }
 
 export const moneyCodec: Codec = {
@@ -49,21 +51,21 @@ export const moneyCodec: Codec = {
   decodeText: decodeMoneyText,
   decodeBinary: (buf, start, end) => {
     expectLength('money', start, end, 8)
-    return readInt64Fast(buf, start)
+    return new Money(readInt64Fast(buf, start))
   },
   encodeText: (v) => {
     if (typeof v === 'string') return v
-    if (typeof v === 'number' && Number.isFinite(v)) return String(v)
-    throw wrongType('money', 'a number or a string in major units (a bigint of minor units goes only in binary)', v)
+    if ((typeof v === 'number' && Number.isFinite(v)) || typeof v === 'bigint') return String(v)
+    throw wrongType('money', 'a number, a bigint or a string in major units (a Money goes only in binary)', v)
   },
   encodeBinary: (w: Writer, v) => {
-    if (typeof v === 'bigint') {
-      if (v < INT64_MIN || v > INT64_MAX) throw outOfRange('money')
-      writeInt64(w, v)
+    if (v instanceof Money) {
+      if (v.minorUnits < INT64_MIN || v.minorUnits > INT64_MAX) throw outOfRange('money')
+      writeInt64(w, v.minorUnits)
       return true
     }
-    if (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) return false
-    throw wrongType('money', 'a bigint of minor units, or a number or a string in major units', v)
+    if (typeof v === 'string' || typeof v === 'bigint' || (typeof v === 'number' && Number.isFinite(v))) return false
+    throw wrongType('money', 'a Money (minor units), or a number, a bigint or a string in major units', v)
   },
 }
 

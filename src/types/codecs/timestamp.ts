@@ -7,7 +7,6 @@ import {
   dayOfMs,
   floorDiv,
   isBc,
-  isoDateText,
   isWord,
   JS_DATE_MAX_MS,
   MIN_DAY,
@@ -122,9 +121,14 @@ function splitAsDate(name: string, zoned: boolean): Date {
   return new Date(ms)
 }
 
+/**
+ * ISO 8601 with a 'T' and, for timestamptz, 'Z'; but years as PostgreSQL writes
+ * them (more than four digits without a sign, ' BC' after the value), because
+ * the string must go back to the server as a parameter unchanged: PostgreSQL
+ * reads neither '+010000' nor '-000043'.
+ */
 function splitAsString(zoned: boolean): string {
-  const s = isoDateText(splitDay) + 'T' + timeText(splitUs)
-  return zoned ? s + 'Z' : s
+  return pgDateText(splitDay, 'T' + timeText(splitUs) + (zoned ? 'Z' : ''))
 }
 
 function makeDecoders(name: string, zoned: boolean, mode: ResolvedTypeOptions['timestamps']): { text: Decoder; binary: Decoder } {
