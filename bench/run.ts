@@ -1,0 +1,180 @@
+// The benchmark runner: `npm run bench -- [options]`.
+//
+// Starts its own PostgreSQL (fsync, synchronous_commit and full_page_writes off:
+// this measures clients, not disks), creates the benchmark tables, then runs
+// every client on every workload in its own child process, interleaving the
+// clients round by round (A B C A B C ...), and prints medians with min–max,
+// client CPU per row or query, peak RSS, and every client's ratio to pipegres.
+//
+//   --workloads typed-read,select-pipelined   which workloads (default: all)
+//   --rounds 5                                interleaved rounds (default 5)
+//   --repeat 3                                measured repetitions per child (after one warm-up)
+//   --quick                                   small sizes, 3 rounds (for npm start)
+//   --pin                                     server on CPU 0, clients on CPU 1
+//   --json <file>                             also write the raw results
+// PIPEGRES_BENCH_PGBIN=<bin dir> picks the PostgreSQL installation (default: embedded).
+
+import { execFileSync, spawn } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startServer, stopAllOnSignals } from '../harness/server.js'
+import { connect } from '../src/index.js'
+import type { Measurement, Task, Target } from './lib/protocol.js'
+import { setupSql } from './lib/workloads.js'
+
+const here = dirname(fileURLToPath(import.meta.url))
+
+interface Variant {
+  client: string
+  variant: string
+  label: string
+}
+
+interface Workload {
+  name: string
+  title: string
+  unit: 'row' | 'query'
+  size: number
+  quickSize: number
+  variants: Variant[]
+}
+
+const v = (client: string, variant = '', label = client): Variant => ({ client, variant, label })
+
+const WORKLOADS: Workload[] = [
+  {
+    name: 'typed-read',
+    title: 'Read the typed table as objects (int4, int8, float8, numeric, bool, timestamptz, date, uuid, jsonb, bytea, text[])',
+    unit: 'row',
+    size: 200_000,
+    quickSize: 20_000,
+    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'text', 'pipegres (text)'), v('pg'), v('postgres')],
+  },
+  {
+    name: 'select-pipelined',
+    title: 'Single-row SELECT by primary key, all in flight on one connection',
+    unit: 'query',
+    size: 100_000,
+    quickSize: 20_000,
+    variants: [v('pipegres'), v('pg', 'pipeline', 'pg (pipeline: true)'), v('pg'), v('postgres')],
+  },
+  {
+    name: 'select-sequential',
+    title: 'Single-row SELECT by primary key, each awaited before the next',
+    unit: 'query',
+    size: 20_000,
+    quickSize: 3_000,
+    variants: [v('pipegres'), v('pg'), v('postgres')],
+  },
+]
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`)
+  return i < 0 ? undefined : process.argv[i + 1]
+}
+const flag = (name: string): boolean => process.argv.includes(`--${name}`)
+
+const quick = flag('quick')
+const pin = flag('pin')
+const rounds = Number(arg('rounds') ?? (quick ? 3 : 5))
+const repeat = Number(arg('repeat') ?? (quick ? 2 : 3))
+const selected = arg('workloads')?.split(',') ?? WORKLOADS.map((w) => w.name)
+
+function runChild(v: Variant, task: Task): Promise<Measurement> {
+  const script = join(here, 'clients', `${v.client}.js`)
+  const [cmd, args] = pin ? ['taskset', ['-c', '1', process.execPath, script]] : [process.execPath, [script]]
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, [...args, JSON.stringify(task)], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d))
+    child.on('exit', (code) => {
+      if (code !== 0) reject(new Error(`${v.label} failed on ${task.workload} (exit ${code})`))
+      else resolve(JSON.parse(out) as Measurement)
+    })
+  })
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = s.length >> 1
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2
+}
+
+const fmt = (n: number): string => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2))
+
+interface Row {
+  label: string
+  perSecond: number[]
+  cpuPerUnit: number[]
+  peakRss: number[]
+}
+
+function report(w: Workload, rows: Row[]): string {
+  const base = rows[0]!
+  const baseRate = median(base.perSecond)
+  const lines = [
+    `### ${w.title}`,
+    '',
+    `| client | ${w.unit === 'query' ? 'queries' : 'rows'}/s, median (min–max) | vs ${base.label} | client CPU µs/${w.unit} | peak RSS MB |`,
+    '|---|---|---|---|---|',
+  ]
+  for (const r of rows) {
+    const rate = median(r.perSecond)
+    lines.push(
+      `| ${r.label} | ${fmt(rate)} (${fmt(Math.min(...r.perSecond))}–${fmt(Math.max(...r.perSecond))}) | ${(rate / baseRate).toFixed(2)} | ${median(r.cpuPerUnit).toFixed(2)} | ${Math.round(median(r.peakRss) / 1048576)} |`,
+    )
+  }
+  return lines.join('\n')
+}
+
+async function main(): Promise<void> {
+  stopAllOnSignals()
+  const binDir = process.env.PIPEGRES_BENCH_PGBIN
+  const server = await startServer({
+    name: 'bench',
+    ...(binDir ? { binDir } : {}),
+    settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', shared_buffers: '512MB', max_connections: '50' },
+  })
+  try {
+    if (pin) execFileSync('taskset', ['-a', '-p', '-c', '0', String(server.pid)], { stdio: 'ignore' })
+    const target: Target = { host: server.host, port: server.port, user: server.superuser.user, password: server.superuser.password, database: server.database }
+    const workloads = WORKLOADS.filter((w) => selected.includes(w.name))
+    const setup = await connect({ ...target, sslmode: 'disable' })
+    const typedRows = Math.max(...workloads.map((w) => (w.name === 'typed-read' ? (quick ? w.quickSize : w.size) : 0)), 1000)
+    for (const sql of setupSql(typedRows, quick ? 10_000 : 100_000)) await setup.query(sql)
+    await setup.end()
+    console.log(`PostgreSQL ${server.versionString.replace(/^postgres \(PostgreSQL\)\s*/, '')}, ${rounds} interleaved rounds, ${repeat} measured repetitions each${pin ? ', server on CPU 0, clients on CPU 1' : ''}\n`)
+
+    const results: Record<string, Row[]> = {}
+    for (const w of workloads) {
+      const size = quick ? w.quickSize : w.size
+      const rows: Row[] = w.variants.map((v) => ({ label: v.label, perSecond: [], cpuPerUnit: [], peakRss: [] }))
+      for (let round = 0; round < rounds; round++) {
+        // Rotate the order every round so that no client always runs first.
+        for (let k = 0; k < w.variants.length; k++) {
+          const i = (k + round) % w.variants.length
+          const variant = w.variants[i]!
+          const m = await runChild(variant, { target, workload: w.name, size, variant: variant.variant, repeat })
+          const row = rows[i]!
+          for (let r = 0; r < m.wallMs.length; r++) {
+            row.perSecond.push((m.units / m.wallMs[r]!) * 1000)
+            row.cpuPerUnit.push(m.cpuUs[r]! / m.units)
+          }
+          row.peakRss.push(m.peakRss)
+        }
+      }
+      results[w.name] = rows
+      console.log(report(w, rows) + '\n')
+    }
+    const json = arg('json')
+    if (json) writeFileSync(json, JSON.stringify(results, null, 2))
+  } finally {
+    await server.stop()
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err)
+  process.exitCode = 1
+})
