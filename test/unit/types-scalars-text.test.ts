@@ -104,8 +104,6 @@ test('bytea: binary is a copy, a Buffer; text in hex and escape formats', () => 
   assert.deepEqual(out, raw)
   chunk.fill(0)
   assert.deepEqual(out, raw, 'not a view of the chunk')
-  // Small values come from Node's shared buffer pool (as Buffer.allocUnsafe does), never from the chunk.
-  assert.notEqual(out.buffer, chunk.buffer)
   assert.deepEqual(decode(c.decodeBinary, bytes('')), Buffer.alloc(0))
   const large = Buffer.alloc(1 << 20, 0xab)
   assert.deepEqual(decode(c.decodeBinary, large), large)
