@@ -5,17 +5,16 @@ import { openConnection } from './connection/connect.js'
 import type { Connection } from './connection/connection.js'
 import type { Request } from './connection/request.js'
 import { ArgumentError, ConnectionError, type PgNotice } from './errors.js'
+import { Listeners, type Listener, type NotificationHandler } from './notify.js'
 import type { Notification, TransactionStatus } from './protocol/backend.js'
-import { ExtendedQuery, type RowMode } from './query/extended-query.js'
-import type { Result, Row } from './query/result.js'
+import type { RowMode } from './query/extended-query.js'
 import { Session } from './query/session.js'
-import { SimpleQuery } from './query/simple-query.js'
-import { buildQuery } from './query/sql-template.js'
+import { checkRowMode, checkTypeOptions, makeQuery, Queryable, type QueryDefaults } from './queryable.js'
+import { runTransaction, type Transaction, type TransactionOptions } from './transaction.js'
 import { TypeCatalog } from './types/catalog.js'
 import { defaultTypeOptions, type TypeOptions } from './types/codec.js'
 import type { CustomType } from './types/custom.js'
 import type { TypeView } from './types/view.js'
-import { declaredTypes } from './query/typed.js'
 
 /** Settings of a Client: every connection setting, plus how results are delivered. */
 export interface ClientOptions extends ConnectOptions {
@@ -27,20 +26,18 @@ export interface ClientOptions extends ConnectOptions {
   types?: TypeOptions
   /** Codecs for types pipegres does not know, or to change how a type is decoded. */
   customTypes?: CustomType[]
+  /** Default timeout of every query, in milliseconds (cancelled on the server when it runs out). */
+  queryTimeout?: number
+  /**
+   * Reconnection after a lost connection: the first attempt is immediate, then
+   * each failed attempt doubles the wait up to this many milliseconds (default 5000).
+   */
+  reconnectMaxDelay?: number
 }
 
-const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes'] as const
+export const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes', 'queryTimeout', 'reconnectMaxDelay'] as const
 
-/** Per-query options. */
-export interface QueryOptions {
-  /** 'object' (default): rows keyed by column name; 'array': rows as arrays in column order. */
-  rowMode?: RowMode
-  /** false: use an unnamed statement for this query instead of the prepared-statement cache. */
-  prepare?: boolean
-  /** Type options for this query only, e.g. { int8: 'number' }. */
-  types?: TypeOptions
-}
-
+export type { QueryOptions, SimpleQueryOptions } from './queryable.js'
 export type { Result, Row, Field } from './query/result.js'
 export type { RowMode } from './query/extended-query.js'
 
@@ -48,82 +45,89 @@ export interface ClientEvents {
   notice: [notice: PgNotice]
   notification: [notification: Notification]
   parameter: [name: string, value: string]
-  /** The connection closed; `error` is null after end(). */
+  /** The connection was lost; the client reconnects when queries need it. */
+  disconnect: [error: Error]
+  /** The client was ended (`error` null) or destroyed (`error` the reason); it takes no more queries. */
   close: [error: Error | null]
 }
 
 const enum State {
+  /** No connection; one is opened when a query needs it. */
   Idle,
   Connecting,
   Connected,
+  /** end() or destroy(): no more queries. */
   Closed,
 }
 
+const BACKOFF_BASE_MS = 100
+
 /**
- * One PostgreSQL connection that pipelines every query: each query is written
- * the moment it is issued and replies are matched to queries in order, so any
- * number can be in flight at once. Create with `connect()` or `new Client()`
- * then `connect()`; queries issued before the connection is ready are sent as
- * soon as it is.
+ * A PostgreSQL connection that pipelines every query: each query is written the
+ * moment it is issued and replies are matched to queries in order, so any number
+ * can be in flight at once. The connection opens on connect() or on the first
+ * query; if it is lost, the queries in flight on it fail and later queries open
+ * a new one, with backoff between failed attempts.
  */
-export class Client extends EventEmitter<ClientEvents> {
+export class Client extends Queryable {
   readonly config: ConnectionConfig
   private state = State.Idle
   private conn: Connection | null = null
-  private session: Session
-  private connecting: Promise<this> | null = null
-  /** Requests issued before the connection existed. */
+  private connecting: Promise<void> | null = null
+  /** Requests waiting for a connection. */
   private waiting: Request[] = []
+  /** Requests from outside the current holder (transaction, reservation), waiting for it to finish. */
+  private held: Request[] = []
+  /** Who has the connection to itself, and which connection that is once known. */
+  private holder: object | null = null
+  private holderConn: Connection | null = null
+  /** Which holder issued each request; requests of nobody's are absent. */
+  private readonly owners = new WeakMap<Request, object>()
   private closeError: Error | null = null
-  /** end() was called: queries issued from now on are rejected. */
-  private ending = false
-  private readonly rowMode: RowMode
-  private readonly onNotice: ((n: PgNotice) => void) | undefined
-  /** What this client knows of the database's types; shared by its connections. */
+  private ending: Promise<void> | null = null
+  private failedAttempts = 0
+  private nextAttemptAt = 0
+  private readonly emitter = new EventEmitter()
+  private readonly listeners: Listeners
   private readonly catalog: TypeCatalog
+  private readonly view: TypeView
+  private readonly queryDefaults: QueryDefaults
+  private readonly reconnectMaxDelay: number
+  private readonly onNotice: ((n: PgNotice) => void) | undefined
+  /** Set by a pool: unsent requests of a lost connection go back to it instead of waiting for a reconnect. */
+  onOrphans: ((reqs: Request[]) => void) | null = null
 
-  /**
-   * Runs a query written as a tagged template; every interpolated value is sent
-   * as a parameter. `const { rows } = await db.sql\`SELECT * FROM users WHERE id = ${id}\``
-   */
-  readonly sql: <R = Row>(strings: TemplateStringsArray, ...values: unknown[]) => Promise<Result<R>>
-
-  constructor(config?: string | ClientOptions) {
+  constructor(config?: string | ClientOptions, shared?: { catalog: TypeCatalog }) {
     super()
     this.config = resolveConfig(config, { ignoreKeys: clientKeys })
-    const opts = typeof config === 'object' && config !== null ? config : {}
-    if (opts.rowMode !== undefined && opts.rowMode !== 'object' && opts.rowMode !== 'array') {
-      throw new ArgumentError(`rowMode must be 'object' or 'array', not ${JSON.stringify(opts.rowMode)}`)
-    }
+    const opts: ClientOptions = typeof config === 'object' && config !== null ? config : {}
+    const rowMode = opts.rowMode !== undefined ? checkRowMode(opts.rowMode) : 'object'
     if (opts.onNotice !== undefined && typeof opts.onNotice !== 'function') throw new ArgumentError('onNotice must be a function')
-    this.rowMode = opts.rowMode ?? 'object'
     this.onNotice = opts.onNotice
-    this.catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') })
+    if (opts.queryTimeout !== undefined && (typeof opts.queryTimeout !== 'number' || !(opts.queryTimeout > 0))) {
+      throw new ArgumentError('queryTimeout must be a positive number of milliseconds')
+    }
+    if (opts.reconnectMaxDelay !== undefined && (typeof opts.reconnectMaxDelay !== 'number' || !(opts.reconnectMaxDelay >= 0))) {
+      throw new ArgumentError('reconnectMaxDelay must be a number of milliseconds')
+    }
+    this.reconnectMaxDelay = opts.reconnectMaxDelay ?? 5000
+    this.catalog = shared?.catalog ?? new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') })
     if (opts.customTypes !== undefined) {
       if (!Array.isArray(opts.customTypes)) throw new ArgumentError('customTypes must be an array')
       for (const t of opts.customTypes) this.registerType(t)
     }
-    this.session = this.newSession()
-    this.sql = <R = Row>(strings: TemplateStringsArray, ...values: unknown[]): Promise<Result<R>> => {
-      let built
-      try {
-        built = buildQuery(strings, values)
-      } catch (err) {
-        return Promise.reject(err as Error)
-      }
-      return this.query<R>(built.text, built.values)
-    }
+    this.view = this.catalog.view()
+    this.queryDefaults = { rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.catalog, view: this.view }
+    this.listeners = new Listeners((sql) => this.query(sql).then(() => undefined))
   }
 
-  private newSession(): Session {
-    return new Session(
-      this.catalog,
-      this.catalog.view(),
-      this.config.prepare,
-      this.config.statementCacheSize,
-      (req) => this.sendInternal(req),
-      () => Number.parseInt(this.serverParameters.server_version ?? '0', 10),
-    )
+  protected defaults(): QueryDefaults {
+    return this.queryDefaults
+  }
+
+  /** The query defaults a transaction on this client uses. */
+  defaultsForTransaction(): QueryDefaults {
+    return this.queryDefaults
   }
 
   /**
@@ -140,49 +144,28 @@ export class Client extends EventEmitter<ClientEvents> {
     this.catalog.register(custom)
   }
 
-  /** Opens the connection. Resolves with the client once the server is ready for queries. */
-  connect(): Promise<this> {
-    if (this.state === State.Closed || this.ending) return Promise.reject(this.closedError())
-    if (this.connecting) return this.connecting
-    this.state = State.Connecting
-    this.connecting = openConnection(this.config, {
-      notice: (n) => this.deliver('notice', n),
-      notification: (n) => this.deliver('notification', n),
-      parameterStatus: (k, v) => this.deliver('parameter', k, v),
-      close: (err) => this.onClose(err),
-    }).then(
-      (conn) => {
-        if (conn.closed) {
-          // It failed in the same read that completed startup (e.g. a stray
-          // message right behind ReadyForQuery).
-          this.state = State.Closed
-          this.closeError = conn.failure
-          throw this.closedError()
-        }
-        this.conn = conn
-        this.state = State.Connected
-        const waiting = this.waiting
-        this.waiting = []
-        for (const req of waiting) conn.send(req)
-        return this
-      },
-      (err: Error) => {
-        this.state = State.Closed
-        this.closeError = err
-        const waiting = this.waiting
-        this.waiting = []
-        for (const req of waiting) req.fail(err, false)
-        throw err
-      },
-    )
-    return this.connecting
+  // --- events -----------------------------------------------------------------
+
+  on<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this {
+    this.emitter.on(event, listener as (...a: unknown[]) => void)
+    return this
+  }
+
+  once<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this {
+    this.emitter.once(event, listener as (...a: unknown[]) => void)
+    return this
+  }
+
+  off<K extends keyof ClientEvents>(event: K, listener: (...args: ClientEvents[K]) => void): this {
+    this.emitter.off(event, listener as (...a: unknown[]) => void)
+    return this
   }
 
   /** Runs user callbacks so that a throwing listener cannot break the connection's reading loop. */
   private deliver<K extends keyof ClientEvents>(event: K, ...args: ClientEvents[K]): void {
     try {
       if (event === 'notice') this.onNotice?.(args[0] as PgNotice)
-      ;(this.emit as (e: string, ...a: unknown[]) => boolean)(event, ...args)
+      this.emitter.emit(event, ...args)
     } catch (err) {
       queueMicrotask(() => {
         throw err
@@ -190,10 +173,124 @@ export class Client extends EventEmitter<ClientEvents> {
     }
   }
 
-  private onClose(err: Error | null): void {
-    this.state = State.Closed
+  // --- the connection ---------------------------------------------------------
+
+  /** Opens the connection (if it is not open). Resolves with the client once the server is ready. */
+  async connect(): Promise<this> {
+    if (this.state === State.Closed) throw this.closedError()
+    if (this.state !== State.Connected) {
+      this.startConnecting(true)
+      await this.connecting
+      // The attempt's own error (a PgError for a wrong password, say), not a wrapper.
+      if (!this.isConnected()) throw this.closeError ?? this.closedError()
+    }
+    return this
+  }
+
+  private startConnecting(now: boolean): void {
+    if (this.connecting !== null || this.state === State.Closed || this.state === State.Connected) return
+    this.state = State.Connecting
+    const wait = now ? 0 : Math.max(0, this.nextAttemptAt - performance.now())
+    this.connecting = (async () => {
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+      let conn: Connection
+      try {
+        conn = await openConnection(this.config, {
+          notice: (n) => this.deliver('notice', n),
+          notification: (n) => this.onNotification(n),
+          parameterStatus: (k, v) => this.deliver('parameter', k, v),
+          close: (err, unsent) => this.onConnectionClosed(conn, err, unsent),
+        })
+        if (conn.closed) throw conn.failure ?? new ConnectionError('PG_CONNECTION_CLOSED', 'the connection closed as soon as it opened')
+      } catch (err) {
+        this.connectFailed(err as Error)
+        return
+      } finally {
+        this.connecting = null
+      }
+      this.onConnected(conn)
+    })()
+  }
+
+  private isConnected(): boolean {
+    return this.state === State.Connected
+  }
+
+  private onConnected(conn: Connection): void {
+    this.failedAttempts = 0
+    this.closeError = null
+    if (this.state === State.Closed) {
+      // destroy() came while connecting.
+      conn.destroy(this.closeError ?? new ConnectionError('PG_CONNECTION_ENDED', 'the client was destroyed'))
+      return
+    }
+    conn.attachment = new Session(
+      this.catalog,
+      this.view,
+      this.config.prepare,
+      this.config.statementCacheSize,
+      (req) => this.sendInternal(req),
+      () => Number.parseInt(conn.serverParameters.server_version ?? '0', 10),
+    )
+    this.conn = conn
+    this.state = State.Connected
+    // Channels listened to on the lost connection are listened to again first.
+    for (const sql of this.listeners.relistenStatements()) {
+      const req = makeQuery(this.queryDefaults, sql, undefined, undefined)
+      req.promise.catch(() => {
+        // A failed re-LISTEN shows as missing notifications; nothing waits on it.
+      })
+      conn.send(req)
+    }
+    const waiting = this.waiting
+    this.waiting = []
+    for (const req of waiting) this.toConnection(req)
+    if (this.ending !== null && this.waiting.length === 0) void conn.end()
+  }
+
+  private connectFailed(err: Error): void {
+    this.failedAttempts++
+    const delay = Math.min(this.reconnectMaxDelay, BACKOFF_BASE_MS * 2 ** (this.failedAttempts - 1))
+    // Jitter spreads the attempts of many clients that lost the same server.
+    this.nextAttemptAt = performance.now() + delay * (0.5 + Math.random() / 2)
     this.closeError = err
-    this.deliver('close', err)
+    if (this.state !== State.Closed) this.state = State.Idle
+    const waiting = this.waiting
+    this.waiting = []
+    for (const req of waiting) req.fail(err, false)
+  }
+
+  private onConnectionClosed(conn: Connection, err: Error | null, unsent: Request[]): void {
+    if (this.conn !== conn) {
+      for (const req of unsent) req.fail(err ?? this.closedError(), false)
+      return
+    }
+    this.conn = null
+    if (this.state === State.Closed) {
+      for (const req of unsent) req.fail(err ?? this.closedError(), false)
+      this.deliver('close', this.closeError)
+      return
+    }
+    this.state = State.Idle
+    this.closeError = err
+    if (err !== null) this.deliver('disconnect', err)
+    // Requests that never reached the server go to the next connection, except
+    // a holder's: its transaction died with the connection.
+    const lost = err ?? new ConnectionError('PG_CONNECTION_CLOSED', 'the connection was closed')
+    const again: Request[] = []
+    for (const req of unsent) {
+      const owner = this.owners.get(req)
+      if (owner !== undefined && owner === this.holder) req.fail(lost, false)
+      else again.push(req)
+    }
+    if (this.onOrphans !== null) {
+      this.onOrphans(again)
+      return
+    }
+    if (again.length > 0) {
+      this.waiting.unshift(...again)
+      this.startConnecting(false)
+    }
   }
 
   private closedError(): Error {
@@ -203,98 +300,162 @@ export class Client extends EventEmitter<ClientEvents> {
     return new ConnectionError('PG_CONNECTION_CLOSED', `the connection is closed: ${e.message}`, { cause: e })
   }
 
+  // --- sending ----------------------------------------------------------------
+
+  protected dispatch(req: Request): void {
+    this.send(req, null)
+  }
+
+  /** Sends a request on behalf of `owner` (a transaction or reservation holding the connection), or of nobody. */
+  send(req: Request, owner: object | null): void {
+    if (this.state === State.Closed || (this.ending !== null && owner === null)) {
+      req.fail(this.closedError(), false)
+      return
+    }
+    if (owner !== null) this.owners.set(req, owner)
+    if (this.holder !== null && owner !== this.holder) {
+      this.held.push(req)
+      return
+    }
+    if (this.state === State.Connected) this.toConnection(req)
+    else {
+      this.waiting.push(req)
+      this.startConnecting(false)
+    }
+  }
+
+  private toConnection(req: Request): void {
+    const conn = this.conn!
+    const owner = this.owners.get(req)
+    if (owner !== undefined && owner === this.holder) {
+      // A holder's requests stay on the connection its transaction began on.
+      if (this.holderConn === null) this.holderConn = conn
+      else if (this.holderConn !== conn) {
+        req.fail(new ConnectionError('PG_CONNECTION_CLOSED', 'the connection this transaction was running on was lost'), false)
+        return
+      }
+    }
+    conn.send(req)
+  }
+
   /** Requests the client makes for queries already in flight (type lookups): never refused by end(). */
   private sendInternal(req: Request): void {
     if (this.conn !== null && !this.conn.closed) this.conn.send(req, true)
     else req.fail(this.closedError(), false)
   }
 
-  private send(req: Request): void {
-    if (this.ending) {
-      req.fail(new ConnectionError('PG_CONNECTION_ENDED', 'the client was ended'), false)
+  /**
+   * Gives the connection to `holder` alone: requests from anybody else wait
+   * until release(). Resolves once any previous holder has released it.
+   */
+  async hold(holder: object): Promise<void> {
+    while (this.holder !== null) await new Promise<void>((r) => this.holdWaiters.push(r))
+    if (this.state === State.Closed) throw this.closedError()
+    this.holder = holder
+    this.holderConn = null
+  }
+
+  private holdWaiters: (() => void)[] = []
+
+  release(holder: object): void {
+    if (this.holder !== holder) return
+    this.holder = null
+    this.holderConn = null
+    const next = this.holdWaiters.shift()
+    if (next !== undefined) {
+      // The next holder takes over before the outside requests held meanwhile.
+      next()
       return
     }
-    switch (this.state) {
-      case State.Connected:
-        this.conn!.send(req)
-        return
-      case State.Idle:
-        this.waiting.push(req)
-        this.connect().catch(() => {
-          // The error reaches the caller through the request itself.
-        })
-        return
-      case State.Connecting:
-        this.waiting.push(req)
-        return
-      case State.Closed:
-        req.fail(this.closedError(), false)
-    }
+    const held = this.held
+    this.held = []
+    for (const req of held) this.send(req, this.owners.get(req) ?? null)
   }
+
+  /** True when `holder` holds the connection and it is the same connection its first request went on. */
+  holds(holder: object): boolean {
+    return this.holder === holder && (this.holderConn === null || this.holderConn === this.conn)
+  }
+
+  // --- transactions -----------------------------------------------------------
 
   /**
-   * Runs one statement with the extended protocol. Values are sent as
-   * parameters `$1, $2, ...`; the statement is prepared once per connection and
-   * reused by text (unless `prepare: false`).
+   * Runs `fn` in a transaction: BEGIN, then fn's queries (pipelined), then
+   * COMMIT; ROLLBACK if fn throws (the error is rethrown). No query from
+   * outside the transaction is sent on the connection while it runs.
    */
-  query<R = Row>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<Result<R>> {
-    if (typeof text !== 'string') return Promise.reject(new ArgumentError(`query text must be a string, not ${text === null ? 'null' : typeof text}`))
-    if (values !== undefined && !Array.isArray(values)) return Promise.reject(new ArgumentError('query values must be an array'))
-    let rowMode = this.rowMode
-    let prepare = this.config.prepare
-    if (options !== undefined) {
-      if (options.rowMode !== undefined) {
-        if (options.rowMode !== 'object' && options.rowMode !== 'array') {
-          return Promise.reject(new ArgumentError(`rowMode must be 'object' or 'array', not ${JSON.stringify(options.rowMode)}`))
-        }
-        rowMode = options.rowMode
-      }
-      if (options.prepare !== undefined) prepare = options.prepare === true && prepare
-    }
-    let view: TypeView = this.session.view
-    if (options?.types !== undefined) {
-      try {
-        view = this.catalog.view(checkTypeOptions(options.types, 'types'))
-      } catch (err) {
-        return Promise.reject(err as Error)
-      }
-    }
-    const vals = values ?? []
-    const req = new ExtendedQuery(this.session, text, vals, rowMode, prepare, view, vals.length === 0 ? null : declaredTypes(vals))
-    this.send(req)
-    return req.promise as Promise<Result<R>>
+  begin<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>
+  begin<T>(options: TransactionOptions, fn: (tx: Transaction) => Promise<T>): Promise<T>
+  begin<T>(a: TransactionOptions | ((tx: Transaction) => Promise<T>), b?: (tx: Transaction) => Promise<T>): Promise<T> {
+    const [options, fn] = typeof a === 'function' ? [{}, a] : [a, b]
+    if (typeof fn !== 'function') return Promise.reject(new ArgumentError('begin() needs a function to run in the transaction'))
+    return runTransaction(this, options, fn)
   }
+
+  // --- LISTEN / NOTIFY --------------------------------------------------------
 
   /**
-   * Runs a query string with the simple protocol: several statements separated
-   * by semicolons, no parameters, one result per statement.
+   * Listens to a channel (any name: it is quoted). Resolves once the server
+   * listens, with a handle whose unlisten() stops it. After a reconnect every
+   * channel is listened to again.
    */
-  simpleQuery<R = Row>(text: string, options?: { rowMode?: RowMode }): Promise<Result<R>[]> {
-    if (typeof text !== 'string') return Promise.reject(new ArgumentError('query text must be a string'))
-    if (text.includes('\0')) return Promise.reject(new ArgumentError('query text cannot contain a NUL character'))
-    const req = new SimpleQuery(this.session, text, options?.rowMode ?? this.rowMode, this.session.view)
-    this.send(req)
-    return req.promise as Promise<Result<R>[]>
+  listen(channel: string, handler: NotificationHandler): Promise<Listener> {
+    return this.listeners.listen(channel, handler)
   }
 
-  /** Finishes every query already issued, then closes the connection. Queries issued afterwards are rejected. */
-  async end(): Promise<void> {
-    this.ending = true
-    if (this.state === State.Connecting) {
-      // Queries issued while connecting still run: they go out once connected, then the connection ends.
-      await this.connecting!.catch(() => undefined)
-    }
-    const conn = this.conn
+  /** Sends a notification on a channel, with an optional payload. */
+  async notify(channel: string, payload?: string): Promise<void> {
+    if (typeof channel !== 'string') throw new ArgumentError('notify() needs a channel name')
+    await this.query('SELECT pg_notify($1, $2)', [channel, payload ?? null])
+  }
+
+  private onNotification(n: Notification): void {
+    this.listeners.deliver(n)
+    this.deliver('notification', n)
+  }
+
+  // --- shutdown ---------------------------------------------------------------
+
+  /** Finishes every query already issued, then closes the connection (Terminate). Later queries are rejected. */
+  end(): Promise<void> {
+    if (this.ending !== null) return this.ending
+    if (this.state === State.Closed) return Promise.resolve()
+    this.ending = (async () => {
+      while (this.connecting !== null || this.held.length > 0 || this.holder !== null) {
+        if (this.connecting !== null) await this.connecting
+        else await new Promise((r) => setTimeout(r, 5))
+      }
+      const conn = this.conn
+      this.state = State.Closed
+      if (conn !== null) await conn.end()
+      else this.deliver('close', null)
+    })()
+    return this.ending
+  }
+
+  /** Closes at once: every pending query is rejected with `reason` (or a ConnectionError). */
+  destroy(reason?: Error): void {
+    if (this.state === State.Closed && this.conn === null) return
+    const err = reason ?? new ConnectionError('PG_CONNECTION_ENDED', 'the client was destroyed')
     this.state = State.Closed
-    if (conn !== null) await conn.end()
+    this.closeError = err
+    for (const req of [...this.waiting, ...this.held]) req.fail(err, false)
+    this.waiting = []
+    this.held = []
+    for (const w of this.holdWaiters.splice(0)) w()
+    const conn = this.conn
+    if (conn !== null) conn.destroy(err)
+    else this.deliver('close', err)
   }
+
+  // --- state ------------------------------------------------------------------
 
   /** Server settings reported by the server (server_version, TimeZone, ...), kept current. */
   get serverParameters(): Readonly<Record<string, string>> {
     return this.conn?.serverParameters ?? {}
   }
 
-  /** The backend process id of this connection (0 before it is connected). */
+  /** The backend process id of the current connection (0 when not connected). */
   get processId(): number {
     return this.conn?.processId ?? 0
   }
@@ -314,33 +475,25 @@ export class Client extends EventEmitter<ClientEvents> {
     return this.conn?.tls ?? false
   }
 
-  /** True once the connection is closed, by end() or a failure. */
+  /** True when a connection is open and ready. */
+  get connected(): boolean {
+    return this.state === State.Connected
+  }
+
+  /** True once end() or destroy() was called. */
   get closed(): boolean {
-    return this.state === State.Closed
+    return this.state === State.Closed || this.ending !== null
   }
 
   /** Queries written to the server and not yet answered, plus those waiting to be written. */
   get pendingQueries(): number {
-    return (this.conn?.inflightCount ?? 0) + (this.conn?.pendingCount ?? 0) + this.waiting.length
+    return (this.conn?.inflightCount ?? 0) + (this.conn?.pendingCount ?? 0) + this.waiting.length + this.held.length
   }
-}
 
-const typeOptionChoices: Record<keyof TypeOptions, readonly string[]> = {
-  int8: ['bigint', 'number', 'string'],
-  numeric: ['string', 'number'],
-  timestamps: ['date', 'string'],
-  dates: ['string', 'date'],
-}
-
-function checkTypeOptions(o: TypeOptions | undefined, where: string): TypeOptions {
-  if (o === undefined) return {}
-  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where} must be an object`)
-  for (const [k, v] of Object.entries(o)) {
-    const choices = typeOptionChoices[k as keyof TypeOptions]
-    if (choices === undefined) throw new ArgumentError(`${where}.${k} is not a type option (known: ${Object.keys(typeOptionChoices).join(', ')})`)
-    if (v !== undefined && !choices.includes(v as string)) throw new ArgumentError(`${where}.${k} must be one of ${choices.map((c) => `'${c}'`).join(', ')}`)
+  /** Queries that failed with query_canceled although nobody cancelled them (see the README on cancellation); stays 0. */
+  get cancelMisfires(): number {
+    return this.conn?.cancelMisfires ?? 0
   }
-  return o
 }
 
 /** Connects and resolves with a ready Client. */

@@ -14,6 +14,9 @@ export type ClientErrorCode =
   | 'PG_PARAMETER'
   | 'PG_UNSUPPORTED'
   | 'PG_INVALID_ARGUMENT'
+  | 'PG_ABORTED'
+  | 'PG_QUERY_TIMEOUT'
+  | 'PG_TRANSACTION_ROLLED_BACK'
 
 /** Base class of every error raised by pipegres itself. */
 export class PipegresError extends Error {
@@ -98,6 +101,28 @@ export interface PgErrorFields {
 export class ArgumentError extends PipegresError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('PG_INVALID_ARGUMENT', message, options)
+  }
+}
+
+/**
+ * The query was aborted through its AbortSignal. If it had reached the server
+ * it was cancelled there; it may still have completed first (a write may have
+ * happened). `reason` is the signal's reason.
+ */
+export class AbortError extends PipegresError {
+  readonly reason: unknown
+  constructor(message: string, reason?: unknown, options?: { cause?: unknown }) {
+    super('PG_ABORTED', message, options)
+    this.reason = reason
+  }
+}
+
+/** The query ran past its `timeout` and was cancelled (on the server, if it had reached it). */
+export class TimeoutError extends PipegresError {
+  readonly timeout: number
+  constructor(timeout: number, options?: { cause?: unknown }) {
+    super('PG_QUERY_TIMEOUT', `query timed out after ${timeout} ms`, options)
+    this.timeout = timeout
   }
 }
 

@@ -101,8 +101,9 @@ async function attempt(
     notification: (n) => events.notification?.(n),
     parameterStatus: (k, v) => events.parameterStatus?.(k, v),
     // A failed attempt is not a closed connection as far as the owner knows.
-    close: (err) => {
-      if (ready) events.close?.(err)
+    close: (err, unsent) => {
+      if (ready) events.close?.(err, unsent)
+      else for (const req of unsent) req.fail(err ?? new ConnectionError('PG_CONNECTION_CLOSED', 'the connection closed before it was ready'), false)
     },
   }
   const deadline = new Promise<never>((_, reject) => {

@@ -16,6 +16,7 @@ import { writeTerminate } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
 import { Queue } from './queue.js'
 import type { Request, RequestContext } from './request.js'
+import { sendCancelRequest } from './cancel.js'
 import { Startup } from './startup.js'
 import { describeHost, socketError, type Transport } from './transport.js'
 
@@ -24,8 +25,12 @@ export interface ConnectionEvents {
   notice?(fields: PgErrorFields): void
   notification?(n: Notification): void
   parameterStatus?(name: string, value: string): void
-  /** The connection is gone; every request has already been settled. `err` is null after a clean end(). */
-  close?(err: Error | null): void
+  /**
+   * The connection is gone. Requests that were in flight have been failed;
+   * those never written are handed back in `unsent` for the owner to send
+   * elsewhere or fail. `err` is null after a clean end().
+   */
+  close?(err: Error | null, unsent: Request[]): void
 }
 
 const enum State {
@@ -35,6 +40,10 @@ const enum State {
   Ending,
   Closed,
 }
+
+// How long a cancel target must have been running, with queries in flight
+// behind it, before a CancelRequest is sent (see requestCancel).
+const CANCEL_DELAY_MS = 20
 
 // A flush is forced once this much is buffered within one tick, so a caller that
 // issues a million queries in a loop does not build one giant buffer first.
@@ -55,8 +64,23 @@ export class Connection implements MessageSink, RequestContext {
   private readonly pending = new Queue<Request>()
   private blocked = false
   private flushScheduled = false
-  /** A request that must write more before anything behind it may be written. */
-  private holder: Request | null = null
+  /**
+   * Who holds the writer: a request that must write more before anything behind
+   * it may be written, or a cancellation in progress. Nothing is written while
+   * any holds it.
+   */
+  private readonly holders = new Set<object>()
+  /** Requests to cancel on the server once they are the one the server is executing. */
+  private readonly cancelTargets = new Set<Request>()
+  private cancelTimer: NodeJS.Timeout | null = null
+  /** The request a CancelRequest was sent for, until it completes. */
+  private cancelSentFor: Request | null = null
+  /** CancelRequests sent whose connection the server has not closed yet. */
+  private cancelInFlight = 0
+  /** What the owner attached (the query layer's session for this connection). */
+  attachment: unknown = null
+  /** Queries that failed with query_canceled while a cancel aimed at another was outstanding: should stay 0. */
+  cancelMisfires = 0
   private startup: Startup | null
   private readonly startupDone: Promise<void>
   private settleStartup!: (err: Error | null) => void
@@ -71,6 +95,7 @@ export class Connection implements MessageSink, RequestContext {
   protocolMinor = 0
   transactionStatus: TransactionStatus = 'I'
   readonly tls: boolean
+  private readonly tlsMode: Transport['mode']
   readonly where: string
 
   private readonly flushTick = (): void => {
@@ -87,6 +112,7 @@ export class Connection implements MessageSink, RequestContext {
   ) {
     this.socket = transport.socket
     this.tls = transport.tls
+    this.tlsMode = transport.mode
     this.where = describeHost(host)
     this.framer = new Framer(this, config.maxMessageSize)
     this.startup = new Startup(this, config, host, transport, protocol)
@@ -148,15 +174,15 @@ export class Connection implements MessageSink, RequestContext {
       req.fail(this.closedError(), false)
       return
     }
-    if (this.blocked || this.pending.length > 0 || this.holder !== null) {
+    if (this.blocked || this.pending.length > 0 || this.holders.size > 0) {
       this.pending.push(req)
       return
     }
     this.write(req)
   }
 
-  holdWriter(req: Request): void {
-    this.holder = req
+  holdWriter(holder: object): void {
+    this.holders.add(holder)
   }
 
   writeAhead(req: Request): void {
@@ -177,9 +203,8 @@ export class Connection implements MessageSink, RequestContext {
     this.flush()
   }
 
-  releaseWriter(req: Request): void {
-    if (this.holder !== req) return
-    this.holder = null
+  releaseWriter(holder: object): void {
+    if (!this.holders.delete(holder) || this.holders.size > 0) return
     this.pump()
     this.flush()
   }
@@ -194,6 +219,7 @@ export class Connection implements MessageSink, RequestContext {
   }
 
   private write(req: Request): void {
+    if (req.dropped === true) return
     const w = this.writer
     const mark = w.length
     try {
@@ -238,7 +264,7 @@ export class Connection implements MessageSink, RequestContext {
 
   /** Writes waiting requests until the socket pushes back again. */
   private pump(): void {
-    while (!this.blocked && this.holder === null && this.pending.length > 0 && this.state !== State.Closed) {
+    while (!this.blocked && this.holders.size === 0 && this.pending.length > 0 && this.state !== State.Closed) {
       this.write(this.pending.shift()!)
       if (this.writer.length >= FLUSH_BYTES) this.flush()
     }
@@ -294,6 +320,7 @@ export class Connection implements MessageSink, RequestContext {
     }
     if (head.handle(type, buf, start, end)) {
       this.inflight.shift()
+      if (this.cancelTargets.size > 0 || this.cancelSentFor !== null) this.afterCompletion(head)
       if (this.state === State.Ending && this.inflight.length === 0 && this.pending.length === 0) this.terminate()
     }
   }
@@ -322,6 +349,7 @@ export class Connection implements MessageSink, RequestContext {
     if (head === undefined) {
       throw new ProtocolError(`server sent an ErrorResponse while no query was waiting for a reply: ${fields.message}`)
     }
+    if (fields.code === '57014') this.noteCanceled(head)
     head.error(fields)
   }
 
@@ -337,6 +365,85 @@ export class Connection implements MessageSink, RequestContext {
     this.settleStartup(null)
     this.pump()
     this.flush()
+  }
+
+  // --- Cancellation ---------------------------------------------------------
+  //
+  // A CancelRequest interrupts whatever the backend is executing when the signal
+  // lands, which in a pipeline could be the query after the one meant. So:
+  //  - the writer is held from the moment a cancel is asked for until the
+  //    cancel is over, so no query is added behind the target meanwhile;
+  //  - the CancelRequest goes out only once the target is the head of the
+  //    queue, i.e. every query before it has completed;
+  //  - if nothing is in flight behind the target, it goes out at once: should
+  //    the target finish first, the backend is idle when the signal lands and
+  //    ignores it;
+  //  - if queries were already in flight behind it, the cancel waits until the
+  //    target has run for CANCEL_DELAY_MS: a target that completes within that
+  //    time needs no cancel at all (its result is simply discarded), and one
+  //    still running is very unlikely to finish in the millisecond the signal
+  //    takes to arrive. That millisecond is the one window left; a query hit in
+  //    it fails with query_canceled and is counted in cancelMisfires.
+
+  /** Asks for `req` to be cancelled on the server, if and when that can be done safely. */
+  requestCancel(req: Request): void {
+    if (this.state === State.Closed || this.cancelTargets.has(req)) return
+    let inFlight = false
+    for (const r of this.inflight.items()) if (r === req) inFlight = true
+    if (!inFlight) return
+    this.cancelTargets.add(req)
+    this.holdWriter(this.cancelTargets)
+    if (this.inflight.peek() === req) this.cancelHead(req)
+  }
+
+  private cancelHead(req: Request): void {
+    if (this.cancelTimer !== null || this.cancelSentFor !== null) return
+    if (this.inflight.length === 1) {
+      this.sendCancel(req)
+      return
+    }
+    this.cancelTimer = setTimeout(() => {
+      this.cancelTimer = null
+      if (this.state !== State.Closed && this.inflight.peek() === req) this.sendCancel(req)
+    }, CANCEL_DELAY_MS)
+  }
+
+  private sendCancel(req: Request): void {
+    if (this.secretKey === undefined) return
+    this.cancelSentFor = req
+    this.cancelInFlight++
+    sendCancelRequest(this.config, this.host, this.tlsMode, this.processId, this.secretKey)
+      .catch(() => {
+        // Nothing to do: the target simply runs to completion.
+      })
+      .finally(() => {
+        this.cancelInFlight--
+        this.cancelDone()
+      })
+  }
+
+  /** A request completed: if it was a cancel target, its cancellation is over. */
+  private afterCompletion(req: Request): void {
+    if (this.cancelTargets.delete(req)) {
+      if (this.cancelTimer !== null) {
+        clearTimeout(this.cancelTimer)
+        this.cancelTimer = null
+      }
+      if (this.cancelSentFor === req) this.cancelSentFor = null
+    }
+    const head = this.inflight.peek()
+    if (head !== undefined && this.cancelTargets.has(head)) this.cancelHead(head)
+    this.cancelDone()
+  }
+
+  /** Lets writing resume once no cancel is pending or on its way to the server. */
+  private cancelDone(): void {
+    if (this.cancelTargets.size === 0 && this.cancelInFlight === 0) this.releaseWriter(this.cancelTargets)
+  }
+
+  /** Called for every query_canceled error: one that hits a request nobody cancelled is a misfire. */
+  private noteCanceled(req: Request): void {
+    if (!this.cancelTargets.has(req) && (this.cancelInFlight > 0 || this.cancelSentFor !== null)) this.cancelMisfires++
   }
 
   /** Finishes what is in flight and queued, then closes. Later requests are rejected. */
@@ -363,7 +470,7 @@ export class Connection implements MessageSink, RequestContext {
     this.socket.end()
     // A server that never closes its side must not keep end() waiting forever.
     setTimeout(() => this.socket.destroy(), 5000).unref()
-    this.events.close?.(null)
+    this.events.close?.(null, [])
   }
 
   /** Closes at once and rejects everything pending with `err`. */
@@ -372,17 +479,19 @@ export class Connection implements MessageSink, RequestContext {
     const wasStartup = this.startup !== null
     this.state = State.Closed
     this.closeError = err
-    this.holder = null
+    this.holders.clear()
+    this.cancelTargets.clear()
+    if (this.cancelTimer !== null) clearTimeout(this.cancelTimer)
     this.socket.destroy()
     for (const req of this.inflight.drain()) req.fail(err, true)
-    const unsent = this.pending.drain()
-    if (unsent.length > 0) {
+    const unsent = this.pending.drain().filter((r) => r.dropped !== true)
+    // A connection that never became ready reports through ready(), not as a close.
+    if (wasStartup || this.events.close === undefined) {
       const notSent = err instanceof ConnectionError ? err : new ConnectionError('PG_CONNECTION_CLOSED', `connection to ${this.where} failed: ${err.message}`, { cause: err })
       for (const req of unsent) req.fail(notSent, false)
-    }
-    // A connection that never became ready reports through ready(), not as a close.
-    if (wasStartup) this.settleStartup(err)
-    else this.events.close?.(err)
+      if (wasStartup) this.settleStartup(err)
+      else this.events.close?.(err, [])
+    } else this.events.close(err, unsent)
   }
 
   private onSocketClose(): void {

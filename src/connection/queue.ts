@@ -3,7 +3,7 @@
  * fast small-array path, and a pipeline can hold a hundred thousand requests.
  */
 export class Queue<T> {
-  private items: (T | undefined)[]
+  private slots: (T | undefined)[]
   private head = 0
   private count = 0
 
@@ -13,7 +13,7 @@ export class Queue<T> {
   constructor(capacity = 64) {
     let size = 8
     while (size < capacity) size *= 2
-    this.items = new Array(size)
+    this.slots = new Array(size)
     this.mask = size - 1
   }
 
@@ -22,7 +22,7 @@ export class Queue<T> {
   }
 
   push(item: T): void {
-    const items = this.items
+    const items = this.slots
     if (this.count === items.length) {
       this.grow()
       return this.push(item)
@@ -33,29 +33,34 @@ export class Queue<T> {
 
   /** Puts an item at the head. */
   unshift(item: T): void {
-    if (this.count === this.items.length) this.grow()
+    if (this.count === this.slots.length) this.grow()
     this.head = (this.head - 1) & this.mask
-    this.items[this.head] = item
+    this.slots[this.head] = item
     this.count++
   }
 
   peek(): T | undefined {
-    return this.count === 0 ? undefined : this.items[this.head]
+    return this.count === 0 ? undefined : this.slots[this.head]
   }
 
   /** The item after the head, or undefined. */
   peekSecond(): T | undefined {
-    return this.count < 2 ? undefined : this.items[(this.head + 1) & this.mask]
+    return this.count < 2 ? undefined : this.slots[(this.head + 1) & this.mask]
   }
 
   shift(): T | undefined {
     if (this.count === 0) return undefined
-    const items = this.items
+    const items = this.slots
     const item = items[this.head]
     items[this.head] = undefined
     this.head = (this.head + 1) & this.mask
     this.count--
     return item
+  }
+
+  /** Every item, oldest first, without removing them. */
+  *items(): IterableIterator<T> {
+    for (let i = 0; i < this.count; i++) yield this.slots[(this.head + i) & this.mask]!
   }
 
   /** Removes and returns every item, oldest first. */
@@ -66,10 +71,10 @@ export class Queue<T> {
   }
 
   private grow(): void {
-    const old = this.items
+    const old = this.slots
     const next: (T | undefined)[] = new Array(old.length * 2)
     for (let i = 0; i < this.count; i++) next[i] = old[(this.head + i) & this.mask]
-    this.items = next
+    this.slots = next
     this.mask = next.length - 1
     this.head = 0
   }

@@ -27,6 +27,8 @@ export interface Request {
   error(fields: PgErrorFields): void
   /** The connection failed or closed: settle with `err`. `sent` tells whether the request had been written. */
   fail(err: Error, sent: boolean): void
+  /** True once the request was abandoned before being written (aborted): it is skipped, not written. */
+  readonly dropped?: boolean
 }
 
 /** What a request may ask of the connection while it is in flight. */
@@ -42,8 +44,8 @@ export interface RequestContext {
    * releaseWriter(): for a request that must see a reply before it can write
    * the rest of its messages (a statement described before it is bound).
    */
-  holdWriter(req: Request): void
-  releaseWriter(req: Request): void
+  holdWriter(holder: object): void
+  releaseWriter(holder: object): void
   /**
    * Writes `req` at once and routes the next replies to it before the caller's.
    * Only for the head request while it holds the writer and has received every
@@ -51,4 +53,11 @@ export interface RequestContext {
    * description and its Bind).
    */
   writeAhead(req: Request): void
+  /**
+   * Cancels `req` on the server, if it is in flight, without hitting any other
+   * request: see Connection.requestCancel.
+   */
+  requestCancel(req: Request): void
+  /** What the owner attached to this connection (the query layer's session). */
+  readonly attachment: unknown
 }

@@ -16,6 +16,8 @@ export type TlsAttempt = 'none' | 'request' | 'request-or-plain' | 'direct'
 export interface Transport {
   socket: net.Socket
   tls: boolean
+  /** How TLS was set up, so a cancel connection can do the same: 'direct', 'request' (SSLRequest) or 'none'. */
+  mode: 'none' | 'request' | 'direct'
   /** The server certificate (DER) when TLS is in use, for SCRAM channel binding. */
   peerCertificate: Uint8Array | undefined
 }
@@ -164,21 +166,21 @@ export async function openTransport(
       socket.destroy()
       throw new ConnectionError('PG_TLS', `server at ${where} did not negotiate the "postgresql" ALPN protocol for a direct TLS connection`)
     }
-    return finish(socket, true, config)
+    return finish(socket, 'direct', config)
   }
 
   const socket = unix ? net.connect({ path: socketPath(h) }) : net.connect({ host: target, port: h.port })
   register(socket)
   await waitConnect(socket, 'connect', where)
   // Unix sockets are never encrypted, whatever the sslmode (as in libpq).
-  if (attempt === 'none' || unix) return finish(socket, false, config)
+  if (attempt === 'none' || unix) return finish(socket, 'none', config)
 
   const w = new Writer(64)
   writeSSLRequest(w)
   socket.write(w.take())
   const answer = await readSslAnswer(socket, where)
   if (answer === 0x4e /* N */) {
-    if (attempt === 'request-or-plain') return finish(socket, false, config)
+    if (attempt === 'request-or-plain') return finish(socket, 'none', config)
     socket.destroy()
     throw new TlsRefused('PG_TLS', `server at ${where} does not support TLS, but sslmode=${config.sslmode} requires it`)
   }
@@ -190,10 +192,11 @@ export async function openTransport(
   const secure = tls.connect({ ...options, socket })
   register(secure)
   await waitConnect(secure, 'secureConnect', where)
-  return finish(secure, true, config)
+  return finish(secure, 'request', config)
 }
 
-function finish(socket: net.Socket, encrypted: boolean, config: ConnectionConfig): Transport {
+function finish(socket: net.Socket, mode: Transport['mode'], config: ConnectionConfig): Transport {
+  const encrypted = mode !== 'none'
   socket.setNoDelay(true)
   if (config.keepAlive) socket.setKeepAlive(true, config.keepAliveIdle)
   let peerCertificate: Uint8Array | undefined
@@ -201,5 +204,5 @@ function finish(socket: net.Socket, encrypted: boolean, config: ConnectionConfig
     const cert = (socket as tls.TLSSocket).getPeerX509Certificate()
     peerCertificate = cert?.raw
   }
-  return { socket, tls: encrypted, peerCertificate }
+  return { socket, tls: encrypted, mode, peerCertificate }
 }

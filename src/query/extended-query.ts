@@ -13,6 +13,7 @@ import { parseCommandTag, type Result } from './result.js'
 import type { Session } from './session.js'
 import { makeShape, StatementState, type Statement } from './statement-cache.js'
 import { TypedValue } from './typed.js'
+import { AbortWatch, type Abortable } from './abort.js'
 
 export type RowMode = 'object' | 'array'
 
@@ -91,10 +92,17 @@ const enum Step {
  * makes the query keep its rows as bytes until the type has been looked up,
  * so every execution decodes the same type the same way.
  */
-export class ExtendedQuery implements Request {
+export class ExtendedQuery implements Request, Abortable {
   readonly promise: Promise<Result<unknown>>
   private resolve!: (r: Result<unknown>) => void
   private reject!: (e: Error) => void
+  /** The session of the connection this request was written on (set by encode). */
+  private session!: Session
+  /** Abandoned before being written: the connection skips it. */
+  dropped = false
+  private settled = false
+  private abortError: Error | null = null
+  private abortWatch: AbortWatch | null = null
 
   private step = Step.Bind
   private stmt: Statement | null = null
@@ -125,7 +133,6 @@ export class ExtendedQuery implements Request {
   private bindDeferred = false
 
   constructor(
-    private readonly session: Session,
     readonly text: string,
     private readonly values: readonly unknown[],
     private readonly rowMode: RowMode,
@@ -140,8 +147,50 @@ export class ExtendedQuery implements Request {
     })
   }
 
+  /** True once the request was written to a connection (the server may have seen it). */
+  get wasSent(): boolean {
+    return this.ctx !== null
+  }
+
+  /** Ties the request to an AbortSignal and/or a timeout (ms). */
+  watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
+    if (signal === undefined && timeout === undefined) return
+    this.abortWatch = new AbortWatch(this, signal, timeout)
+  }
+
+  /** Aborted by its signal or timeout: dropped if not written yet, else cancelled on the server. */
+  abort(err: Error): void {
+    if (this.settled || this.abortError !== null) return
+    this.abortError = err
+    if (this.ctx === null) {
+      this.dropped = true
+      this.rejectWith(err)
+    } else this.ctx.requestCancel(this)
+  }
+
+  private rejectWith(err: Error): void {
+    if (this.settled) return
+    this.settled = true
+    this.abortWatch?.done()
+    const abort = this.abortError
+    if (abort !== null && abort !== err && err instanceof Error) {
+      // Keep what actually happened (the server's query_canceled, a lost connection) as the cause.
+      if (abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
+    }
+    this.reject(abort ?? err)
+  }
+
+  private resolveWith(r: Result<unknown>): void {
+    if (this.settled) return
+    if (this.abortError !== null) return this.rejectWith(this.abortError)
+    this.settled = true
+    this.abortWatch?.done()
+    this.resolve(r)
+  }
+
   encode(w: Writer, ctx: RequestContext): void {
     this.ctx = ctx
+    this.session = ctx.attachment as Session
     const cache = this.prepare ? this.session.statements : null
     if (cache === null) return this.encodeUnnamed(w, ctx)
 
@@ -530,10 +579,10 @@ export class ExtendedQuery implements Request {
   }
 
   private settle(): void {
-    if (this.failure !== null) this.reject(this.failure)
+    if (this.failure !== null) this.rejectWith(this.failure)
     else {
       const { command, rowCount } = parseCommandTag(this.tag)
-      this.resolve({ rows: this.rows ?? [], rowCount, command, fields: this.fields })
+      this.resolveWith({ rows: this.rows ?? [], rowCount, command, fields: this.fields })
     }
   }
 
@@ -541,7 +590,7 @@ export class ExtendedQuery implements Request {
     if (this.step === Step.Done) return
     if (this.step < Step.CloseComplete) {
       this.release()
-      this.reject(err)
+      this.rejectWith(err)
     }
     this.step = Step.Done
   }

@@ -67,7 +67,7 @@ export class Session {
   }
 
   private runLookup(oids: number[], send: (req: Request) => void): Promise<void> {
-    const req = new ExtendedQuery(this, typeLookupSql(this.serverVersion()), [oids], 'object', false, this.catalog.view(), null)
+    const req = new ExtendedQuery(typeLookupSql(this.serverVersion()), [oids], 'object', false, this.catalog.view(), null)
     send(req)
     return req.promise.then(
       (result) => {

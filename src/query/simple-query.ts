@@ -10,6 +10,7 @@ import type { TypeView } from '../types/view.js'
 import type { RowMode } from './extended-query.js'
 import { parseCommandTag, type Result } from './result.js'
 import type { Session } from './session.js'
+import { AbortWatch, type Abortable } from './abort.js'
 
 const enum Step {
   /** Between statements: RowDescription, CommandComplete, EmptyQueryResponse, a COPY, an error, or ReadyForQuery. */
@@ -29,10 +30,15 @@ const enum Step {
  * semicolons, one result per statement, all values in text format. Rejects
  * with the first error (the server runs nothing after it).
  */
-export class SimpleQuery implements Request {
+export class SimpleQuery implements Request, Abortable {
   readonly promise: Promise<Result<unknown>[]>
   private resolve!: (r: Result<unknown>[]) => void
   private reject!: (e: Error) => void
+  private session!: Session
+  dropped = false
+  private settled = false
+  private abortError: Error | null = null
+  private abortWatch: AbortWatch | null = null
   private step = Step.Idle
   private readonly results: Result<unknown>[] = []
   private fields: FieldDescription[] = []
@@ -46,7 +52,6 @@ export class SimpleQuery implements Request {
   private ctx: RequestContext | null = null
 
   constructor(
-    private readonly session: Session,
     readonly text: string,
     private readonly rowMode: RowMode,
     private readonly view: TypeView,
@@ -57,8 +62,33 @@ export class SimpleQuery implements Request {
     })
   }
 
+  /** Ties the request to an AbortSignal and/or a timeout (ms). */
+  watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
+    if (signal === undefined && timeout === undefined) return
+    this.abortWatch = new AbortWatch(this, signal, timeout)
+  }
+
+  abort(err: Error): void {
+    if (this.settled || this.abortError !== null) return
+    this.abortError = err
+    if (this.ctx === null) {
+      this.dropped = true
+      this.rejectWith(err)
+    } else this.ctx.requestCancel(this)
+  }
+
+  private rejectWith(err: Error): void {
+    if (this.settled) return
+    this.settled = true
+    this.abortWatch?.done()
+    const abort = this.abortError
+    if (abort !== null && abort !== err && abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
+    this.reject(abort ?? err)
+  }
+
   encode(w: Writer, ctx: RequestContext): void {
     this.ctx = ctx
+    this.session = ctx.attachment as Session
     writeQuery(w, this.text)
   }
 
@@ -174,8 +204,12 @@ export class SimpleQuery implements Request {
   }
 
   private settle(): void {
-    if (this.failure !== null) this.reject(this.failure)
-    else this.resolve(this.results)
+    if (this.failure !== null || this.abortError !== null) this.rejectWith(this.failure ?? this.abortError!)
+    else {
+      this.settled = true
+      this.abortWatch?.done()
+      this.resolve(this.results)
+    }
   }
 
   error(fields: PgErrorFields): void {
@@ -189,6 +223,6 @@ export class SimpleQuery implements Request {
   fail(err: Error, _sent: boolean): void {
     if (this.step === Step.Done) return
     this.step = Step.Done
-    this.reject(err)
+    this.rejectWith(err)
   }
 }

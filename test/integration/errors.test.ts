@@ -130,10 +130,10 @@ test('processId is the backend pid', async () => {
   assert.deepEqual((await db.query('SELECT pg_backend_pid() AS pid')).rows, [{ pid: db.processId }])
 })
 
-test('a backend terminated with queries in flight rejects them all with a connection error', async () => {
+test('a backend terminated with queries in flight rejects them all with a connection error; the next query reconnects', async () => {
   const c = await openClient()
   let closeErr: Error | null | undefined
-  c.on('close', (e) => (closeErr = e))
+  c.on('disconnect', (e) => (closeErr = e))
   const pid = c.processId
   const ps = [c.query('SELECT pg_sleep(5)')]
   for (let i = 0; i < 200; i++) ps.push(c.query('SELECT $1::int AS n', [i]))
@@ -149,19 +149,26 @@ test('a backend terminated with queries in flight rejects them all with a connec
   }
   assert.match((settled[0] as PromiseRejectedResult).reason.message, /terminating connection due to administrator command/)
   assert.equal(((settled[0] as PromiseRejectedResult).reason.cause as PgError).code, '57P01')
-  assert.equal(c.closed, true)
+  assert.equal(c.closed, false)
   assert.ok(closeErr instanceof ConnectionError)
-  await assert.rejects(c.query('SELECT 1'), (e: unknown) => e instanceof ConnectionError && /administrator command/.test((e as Error).message))
+  const { rows } = await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
+  assert.notEqual(rows[0]!.pid, pid)
+  assert.equal(c.processId, rows[0]!.pid)
   await c.end()
+  assert.equal(c.closed, true)
+  await assert.rejects(c.query('SELECT 1'), (e: unknown) => e instanceof ConnectionError && e.code === 'PG_CONNECTION_ENDED')
 })
 
-test('a backend terminated while idle does not throw anywhere; the next query is rejected', async () => {
+test('a backend terminated while idle does not throw anywhere; the next query runs on a new connection', async () => {
   const c = await openClient()
-  const closed = new Promise<Error | null>((r) => c.on('close', r))
-  await adminQuery(`SELECT pg_terminate_backend(${c.processId})`)
-  const err = await closed
+  const pid = c.processId
+  const lost = new Promise<Error>((r) => c.on('disconnect', r))
+  await adminQuery(`SELECT pg_terminate_backend(${pid})`)
+  const err = await lost
   assert.ok(err instanceof ConnectionError)
-  await assert.rejects(c.query('SELECT 1'), ConnectionError)
+  assert.equal(c.connected, false)
+  const { rows } = await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
+  assert.notEqual(rows[0]!.pid, pid)
   await c.end()
 })
 
