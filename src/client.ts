@@ -94,12 +94,17 @@ export class Client extends Queryable {
   private readonly queryDefaults: QueryDefaults
   private readonly reconnectMaxDelay: number
   private readonly onNotice: ((n: PgNotice) => void) | undefined
-  /** Set by a pool: unsent requests of a lost connection go back to it instead of waiting for a reconnect. */
-  onOrphans: ((reqs: Request[]) => void) | null = null
+  /**
+   * Set by a pool: when the connection is lost or cannot be opened, the
+   * requests that never reached the server go back to the pool (to send on
+   * another connection) instead of waiting for this client to reconnect.
+   */
+  private readonly orphans: ((reqs: Request[], err: Error) => void) | null
 
-  constructor(config?: string | ClientOptions, shared?: { catalog: TypeCatalog }) {
+  constructor(config?: string | ClientOptions, shared?: { catalog: TypeCatalog; config: ConnectionConfig; orphans: (reqs: Request[], err: Error) => void }) {
     super()
-    this.config = resolveConfig(config, { ignoreKeys: clientKeys })
+    this.config = shared?.config ?? resolveConfig(config, { ignoreKeys: clientKeys })
+    this.orphans = shared?.orphans ?? null
     const opts: ClientOptions = typeof config === 'object' && config !== null ? config : {}
     const rowMode = opts.rowMode !== undefined ? checkRowMode(opts.rowMode) : 'object'
     if (opts.onNotice !== undefined && typeof opts.onNotice !== 'function') throw new ArgumentError('onNotice must be a function')
@@ -257,6 +262,12 @@ export class Client extends Queryable {
     if (this.state !== State.Closed) this.state = State.Idle
     const waiting = this.waiting
     this.waiting = []
+    if (this.orphans !== null) {
+      const mine = waiting.filter((req) => this.owners.get(req) === undefined)
+      for (const req of waiting) if (this.owners.get(req) !== undefined) req.fail(err, false)
+      this.orphans(mine, err)
+      return
+    }
     for (const req of waiting) req.fail(err, false)
   }
 
@@ -283,8 +294,8 @@ export class Client extends Queryable {
       if (owner !== undefined && owner === this.holder) req.fail(lost, false)
       else again.push(req)
     }
-    if (this.onOrphans !== null) {
-      this.onOrphans(again)
+    if (this.orphans !== null) {
+      this.orphans(again, lost)
       return
     }
     if (again.length > 0) {

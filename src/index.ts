@@ -2,7 +2,9 @@
 // only this entry, so everything under it is free to change.
 
 export { Client, connect } from './client.js'
-export type { ClientOptions, QueryOptions, ClientEvents, Result, Row, Field, RowMode } from './client.js'
+export { Pool, createPool, ReservedClient } from './pool.js'
+export type { PoolOptions, PoolEvents } from './pool.js'
+export type { ClientOptions, QueryOptions, SimpleQueryOptions, ClientEvents, Result, Row, Field, RowMode } from './client.js'
 export type { ConnectOptions } from './config/index.js'
 export type { SslMode, ChannelBinding, SslNegotiation, TargetSessionAttrs, PasswordSource } from './config/types.js'
 export { fragment, identifier, quoteIdentifier, Fragment, Identifier } from './query/sql-template.js'
@@ -21,6 +23,11 @@ export {
   AuthError,
   ParameterError,
   ArgumentError,
+  AbortError,
+  TimeoutError,
   PgError,
 } from './errors.js'
+export { TransactionError, Transaction } from './transaction.js'
+export type { TransactionOptions } from './transaction.js'
+export type { Listener, NotificationHandler } from './notify.js'
 export type { ClientErrorCode, PgErrorFields, PgNotice } from './errors.js'
