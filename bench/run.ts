@@ -34,7 +34,9 @@ interface Variant {
 interface Workload {
   name: string
   title: string
-  unit: 'row' | 'query'
+  unit: 'row' | 'query' | 'cancel'
+  /** 'latency': report the median time per repetition instead of a rate. */
+  show?: 'rate' | 'latency'
   size: number
   quickSize: number
   variants: Variant[]
@@ -58,6 +60,23 @@ const WORKLOADS: Workload[] = [
     size: 100_000,
     quickSize: 20_000,
     variants: [v('pipegres'), v('pg', 'pipeline', 'pg (pipeline: true)'), v('pg'), v('postgres')],
+  },
+  {
+    name: 'pool-select',
+    title: 'Single-row SELECT by primary key, all in flight over a pool of 4 connections',
+    unit: 'query',
+    size: 100_000,
+    quickSize: 20_000,
+    variants: [v('pipegres', '', 'pipegres Pool'), v('pg', '', 'pg Pool'), v('postgres', '', 'postgres (max: 4)')],
+  },
+  {
+    name: 'cancel',
+    title: 'Cancelling a running query: time from abort() (pipegres) or cancel() (postgres.js) to the rejection',
+    unit: 'cancel',
+    show: 'latency',
+    size: 1,
+    quickSize: 1,
+    variants: [v('pipegres'), v('postgres')],
   },
   {
     name: 'select-sequential',
@@ -111,6 +130,14 @@ interface Row {
 }
 
 function report(w: Workload, rows: Row[]): string {
+  if (w.show === 'latency') {
+    const lines = [`### ${w.title}`, '', '| client | ms, median (min–max) |', '|---|---|']
+    for (const r of rows) {
+      const ms = r.perSecond.map((x) => 1000 / x)
+      lines.push(`| ${r.label} | ${median(ms).toFixed(2)} (${Math.min(...ms).toFixed(2)}–${Math.max(...ms).toFixed(2)}) |`)
+    }
+    return lines.join('\n')
+  }
   const base = rows[0]!
   const baseRate = median(base.perSecond)
   const lines = [

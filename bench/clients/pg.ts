@@ -7,6 +7,20 @@ import { checksumRows, selectUserSql, typedReadSql } from '../lib/workloads.js'
 // 'pipeline' turns on its opt-in pipelining (pg 8.23+).
 
 await childMain(async (task: Task) => {
+  if (task.workload === 'pool-select') {
+    const pool = new pg.Pool({ ...task.target, max: 4 })
+    try {
+      const n = task.size
+      return await measure(task, n, async () => {
+        const all = new Array<Promise<pg.QueryResult>>(n)
+        for (let i = 0; i < n; i++) all[i] = pool.query({ name: 'sel', text: selectUserSql, values: [(i % 10000) + 1] })
+        const rs = await Promise.all(all)
+        return checksumRows(rs.map((r) => r.rows[0] as Record<string, unknown>))
+      })
+    } finally {
+      await pool.end()
+    }
+  }
   const db = new pg.Client({ ...task.target, ...(task.variant === 'pipeline' ? { pipeline: true } : {}) } as pg.ClientConfig)
   await db.connect()
   try {

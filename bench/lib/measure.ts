@@ -4,7 +4,7 @@ import type { Measurement, Task } from './protocol.js'
  * Runs `once` a first time to warm up (JIT, prepared statements), then
  * `task.repeat` times measuring wall time and this process's CPU time.
  */
-export async function measure(task: Task, units: number, once: () => Promise<string>): Promise<Measurement> {
+export async function measure(task: Task, units: number, once: () => Promise<string>, timeFromEnd = false): Promise<Measurement> {
   let check = await once()
   const wallMs: number[] = []
   const cpuUs: number[] = []
@@ -13,12 +13,25 @@ export async function measure(task: Task, units: number, once: () => Promise<str
     const t0 = performance.now()
     const c = await once()
     const t1 = performance.now()
+    if (timeFromEnd) {
+      // The workload reports its own interval (e.g. from abort() to rejection) through lastInterval.
+      wallMs.push(lastInterval)
+      cpuUs.push(0)
+      if (c !== check) check = `inconsistent: ${check} vs ${c}`
+      continue
+    }
     const c1 = process.cpuUsage(c0)
     wallMs.push(t1 - t0)
     cpuUs.push(c1.user + c1.system)
     if (c !== check) check = `inconsistent: ${check} vs ${c}`
   }
   return { units, wallMs, cpuUs, peakRss: process.resourceUsage().maxRSS * 1024, check }
+}
+
+let lastInterval = 0
+/** For latency workloads: the interval the last repetition measured, in ms. */
+export function reportInterval(ms: number): void {
+  lastInterval = ms
 }
 
 /** The child's entry: parse the task, run it, print the measurement. */
