@@ -1,0 +1,611 @@
+// Cancellation and timeouts: an AbortSignal or a timeout drops a query that was
+// not sent yet (it rejects at once and never runs), and cancels one that is
+// running on the server, without ever hitting another query of the pipeline.
+
+import assert from 'node:assert/strict'
+import { getEventListeners } from 'node:events'
+import * as net from 'node:net'
+import { after, before, describe, test } from 'node:test'
+import { AbortError, ArgumentError, Client, PgError, TimeoutError, type ClientOptions } from '../../src/index.js'
+import { openClient, uniqueName } from '../helpers/client.js'
+import { startProxy } from '../helpers/proxy.js'
+import { adminQuery, mainDatabase } from '../helpers/server.js'
+
+let db: Client
+const table = uniqueName('cancel_side_effects')
+
+before(async () => {
+  db = await openClient()
+  await db.query(`CREATE TABLE ${table} (tag text NOT NULL)`)
+})
+after(async () => {
+  await db.query(`DROP TABLE IF EXISTS ${table}`)
+  await db.end()
+})
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/** The promise's outcome if it settles within `ms`, else 'pending'. */
+async function outcome<T>(p: Promise<T>, ms = 0): Promise<{ value: T } | { error: unknown } | 'pending'> {
+  const pending = Symbol('pending')
+  const r = await Promise.race([
+    p.then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    ),
+    new Promise<typeof pending>((res) => (ms === 0 ? setImmediate(() => res(pending)) : setTimeout(() => res(pending), ms))),
+  ])
+  return r === pending ? 'pending' : r
+}
+
+async function rowsTagged(tag: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE tag = $1`, [tag])
+  return rows[0]!.n
+}
+
+function assertAbortError(e: unknown, reason: unknown): asserts e is AbortError {
+  assert.ok(e instanceof AbortError, `expected an AbortError, got ${String(e)}`)
+  assert.equal(e.code, 'PG_ABORTED')
+  assert.equal(e.reason, reason)
+}
+
+function assertCanceledOnServer(e: Error): void {
+  assert.ok(e.cause instanceof PgError, `cause should be the server's error, got ${String(e.cause)}`)
+  assert.equal(e.cause.code, '57014')
+}
+
+/** The state pg_stat_activity shows for a backend. */
+async function backendState(pid: number): Promise<{ state: string; query: string } | undefined> {
+  const r = await adminQuery(`SELECT state, query FROM pg_stat_activity WHERE pid = ${pid}`)
+  const row = r.rows[0]
+  return row === undefined ? undefined : { state: row[0] ?? '', query: row[1] ?? '' }
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = s.length >> 1
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
+}
+
+describe('a query not sent yet', () => {
+  test('aborted while the client is connecting: rejects at once with the signal reason and never runs', async () => {
+    const { connectionString } = await mainDatabase()
+    const url = new URL(connectionString!)
+    const proxy = await startProxy({ host: url.hostname, port: Number(url.port) }, { delayMs: 60 })
+    const c = new Client({ connectionString: connectionString!, host: proxy.host, port: proxy.port, sslmode: 'disable' })
+    try {
+      const ac = new AbortController()
+      const tag = uniqueName('connecting')
+      const p = c.query(`INSERT INTO ${table} VALUES ($1)`, [tag], { signal: ac.signal })
+      const later = c.query('SELECT 2 AS two')
+      await sleep(20)
+      assert.equal(c.connected, false, 'still connecting (the proxy delays every packet by 60 ms)')
+      const reason = new Error('changed my mind')
+      ac.abort(reason)
+      const r = await outcome(p)
+      assert.notEqual(r, 'pending', 'rejected at once')
+      assert.ok('error' in r)
+      assertAbortError(r.error, reason)
+      assert.equal(r.error.cause, undefined, 'nothing happened on the server')
+      assert.deepEqual((await later).rows, [{ two: 2 }])
+      assert.equal(await rowsTagged(tag), 0)
+    } finally {
+      await c.end()
+      await proxy.close()
+    }
+  })
+
+  test('an already-aborted signal rejects immediately, without touching the connection', async () => {
+    const tag = uniqueName('pre')
+    const reason = 'no thanks'
+    const before = db.pendingQueries
+    const p = db.query(`INSERT INTO ${table} VALUES ($1)`, [tag], { signal: AbortSignal.abort(reason) })
+    assert.equal(db.pendingQueries, before, 'never queued')
+    const r = await outcome(p)
+    assert.ok(r !== 'pending' && 'error' in r)
+    assertAbortError(r.error, reason)
+    // A DOMException reason (what AbortSignal.abort() gives without an argument) is kept as it is.
+    const s = AbortSignal.abort()
+    const r2 = await outcome(db.simpleQuery(`INSERT INTO ${table} VALUES ('${tag}')`, { signal: s }))
+    assert.ok(r2 !== 'pending' && 'error' in r2)
+    assertAbortError(r2.error, s.reason)
+    assert.equal(await rowsTagged(tag), 0)
+  })
+
+  test('aborted while the socket is backed up: rejects at once and never runs', async () => {
+    const c = await openClient()
+    try {
+      const pid = c.processId
+      const tag = uniqueName('backedup')
+      // The server sleeps and reads nothing meanwhile; 48 MB of parameters fill
+      // the kernel's buffers, so what is issued next waits in the client.
+      const blocker = c.query('SELECT pg_sleep(0.4)')
+      const big = 'x'.repeat(1 << 20)
+      const bigOnes = Array.from({ length: 48 }, () => c.query('SELECT length($1) AS n', [big]))
+      const ac = new AbortController()
+      const p = c.query(`INSERT INTO ${table} VALUES ($1)`, [tag], { signal: ac.signal })
+      const after = c.query('SELECT 3 AS three')
+      await sleep(50)
+      ac.abort('backed up')
+      const r = await outcome(p)
+      assert.notEqual(r, 'pending', 'an unsent query rejects without waiting for the server')
+      assert.ok('error' in r)
+      assertAbortError(r.error, 'backed up')
+      await blocker
+      for (const q of await Promise.all(bigOnes)) assert.deepEqual(q.rows, [{ n: 1 << 20 }])
+      assert.deepEqual((await after).rows, [{ three: 3 }])
+      assert.equal(await rowsTagged(tag), 0)
+      assert.equal(c.processId, pid, 'same connection throughout')
+    } finally {
+      await c.end()
+    }
+  })
+
+  test('aborted while waiting behind a transaction: rejects at once and never runs', async () => {
+    const c = await openClient()
+    try {
+      const tag = uniqueName('held')
+      let inTx!: () => void
+      const txStarted = new Promise<void>((r) => (inTx = r))
+      const tx = c.begin(async (t) => {
+        inTx()
+        await t.query('SELECT pg_sleep(0.2)')
+      })
+      await txStarted
+      const ac = new AbortController()
+      const p = c.query(`INSERT INTO ${table} VALUES ($1)`, [tag], { signal: ac.signal })
+      const timed = c.query(`INSERT INTO ${table} VALUES ($1)`, [tag], { timeout: 30 })
+      await sleep(10)
+      ac.abort('held')
+      const r = await outcome(p)
+      assert.ok(r !== 'pending' && 'error' in r, 'rejected at once')
+      assertAbortError(r.error, 'held')
+      // A timeout runs out while the query is held: TimeoutError, not sent either.
+      const t0 = performance.now()
+      await assert.rejects(timed, (e: unknown) => e instanceof TimeoutError && e.code === 'PG_QUERY_TIMEOUT' && e.timeout === 30)
+      assert.ok(performance.now() - t0 < 150, 'the timeout fired while the transaction still held the connection')
+      await tx
+      assert.deepEqual((await c.query('SELECT 1 AS one')).rows, [{ one: 1 }])
+      assert.equal(await rowsTagged(tag), 0)
+    } finally {
+      await c.end()
+    }
+  })
+})
+
+describe('a running query', () => {
+  test('aborted with nothing behind it: cancelled on the server within a few ms; the connection stays usable', async () => {
+    const c = await openClient()
+    try {
+      const pid = c.processId
+      const ac = new AbortController()
+      const p = c.query('SELECT pg_sleep(10)', [], { signal: ac.signal })
+      await sleep(50)
+      const reason = new Error('stop')
+      const t0 = performance.now()
+      ac.abort(reason)
+      const e = await p.then(
+        () => assert.fail('should have been aborted'),
+        (err: unknown) => err,
+      )
+      const took = performance.now() - t0
+      assertAbortError(e, reason)
+      assertCanceledOnServer(e)
+      assert.ok(took < 1000, `took ${took} ms`)
+      assert.deepEqual((await c.query('SELECT 42 AS n')).rows, [{ n: 42 }])
+      assert.equal(c.processId, pid, 'no reconnect')
+      assert.equal(c.cancelMisfires, 0)
+      assert.equal((await backendState(pid))?.state, 'idle')
+    } finally {
+      await c.end()
+    }
+  })
+
+  test('aborted with queries in flight behind it: they all complete with their own results', async () => {
+    const c = await openClient()
+    try {
+      const ac = new AbortController()
+      const before = c.query('SELECT 1 AS n')
+      const target = c.query('SELECT pg_sleep(10)', [], { signal: ac.signal })
+      const followers = Array.from({ length: 20 }, (_, i) => c.query('SELECT $1::int AS n, pg_sleep(0.001)', [i]))
+      await sleep(60)
+      ac.abort('enough')
+      const e = await target.catch((err: unknown) => err)
+      assertAbortError(e, 'enough')
+      assertCanceledOnServer(e)
+      assert.deepEqual((await before).rows, [{ n: 1 }])
+      const got = await Promise.all(followers)
+      got.forEach((r, i) => assert.equal(r.rows[0]!.n, i))
+      // Issued while the cancel was in progress: waits for it, then runs normally.
+      assert.deepEqual((await c.query('SELECT 5 AS five')).rows, [{ five: 5 }])
+      assert.equal(c.cancelMisfires, 0)
+    } finally {
+      await c.end()
+    }
+  })
+
+  test('cancelling the 500th of 1,000 in-flight queries rejects exactly that one', async () => {
+    const c = await openClient()
+    try {
+      for (const lead of [0, 0.2]) {
+        // With a leading sleep every query is in flight, queued on the server, when the abort comes.
+        const head = c.query('SELECT pg_sleep($1::float8)', [lead])
+        const ac = new AbortController()
+        const ps = Array.from({ length: 1000 }, (_, i) => c.query('SELECT $1::int AS n', [i], i === 499 ? { signal: ac.signal } : undefined))
+        if (lead > 0) await sleep(50)
+        ac.abort('the 500th')
+        await head
+        const settled = await Promise.allSettled(ps)
+        settled.forEach((s, i) => {
+          if (i === 499) {
+            assert.equal(s.status, 'rejected')
+            assertAbortError((s as PromiseRejectedResult).reason, 'the 500th')
+          } else {
+            assert.equal(s.status, 'fulfilled', `query ${i}: ${String((s as PromiseRejectedResult).reason)}`)
+            assert.deepEqual((s as PromiseFulfilledResult<{ rows: unknown[] }>).value.rows, [{ n: i }])
+          }
+        })
+      }
+      assert.equal(c.cancelMisfires, 0)
+    } finally {
+      await c.end()
+    }
+  })
+
+  test('a query that completes before the abort takes effect still rejects with AbortError', async () => {
+    const c = await openClient()
+    try {
+      const tag = uniqueName('completed')
+      const ac = new AbortController()
+      // The server has run the INSERT by the time the abort takes effect (it
+      // sits behind a sleep in our queue only from the client's point of view).
+      const p = c.query(`INSERT INTO ${table} VALUES ($1)`, [tag], { signal: ac.signal })
+      const follower = c.query('SELECT pg_sleep(0.1)')
+      // Wait until the server has committed it, then abort before the client read the reply.
+      await new Promise<void>((r) => setImmediate(r))
+      ac.abort('too late')
+      const e = await p.catch((err: unknown) => err)
+      assertAbortError(e, 'too late')
+      await follower
+      // Documented: an abort does not undo what the server already did.
+      assert.equal(await rowsTagged(tag), 1)
+      assert.equal(c.cancelMisfires, 0)
+    } finally {
+      await c.end()
+    }
+  })
+
+  test('a signal aborted after its query settled changes nothing', async () => {
+    const ac = new AbortController()
+    const r = await db.query('SELECT 7 AS n', [], { signal: ac.signal })
+    ac.abort()
+    assert.deepEqual(r.rows, [{ n: 7 }])
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 0)
+    assert.deepEqual((await db.query('SELECT 8 AS n')).rows, [{ n: 8 }])
+  })
+})
+
+describe('one signal shared by many queries', () => {
+  async function withWarnings<T>(fn: () => Promise<T>): Promise<{ result: T; warnings: Error[] }> {
+    const warnings: Error[] = []
+    const onWarning = (w: Error) => warnings.push(w)
+    process.on('warning', onWarning)
+    try {
+      const result = await fn()
+      // Warnings are emitted on a later tick.
+      await new Promise((r) => setImmediate(r))
+      return { result, warnings }
+    } finally {
+      process.off('warning', onWarning)
+    }
+  }
+
+  test('1,000 queries add one listener, and none is left once they settle', async () => {
+    const ac = new AbortController()
+    const { warnings } = await withWarnings(async () => {
+      const ps = Array.from({ length: 1000 }, (_, i) => db.query('SELECT $1::int AS n', [i], { signal: ac.signal }))
+      assert.equal(getEventListeners(ac.signal, 'abort').length, 1)
+      const rs = await Promise.all(ps)
+      rs.forEach((r, i) => assert.equal(r.rows[0]!.n, i))
+      // Simple queries share the same bookkeeping.
+      await Promise.all(Array.from({ length: 50 }, () => db.simpleQuery('SELECT 1', { signal: ac.signal })))
+    })
+    assert.deepEqual(
+      warnings.filter((w) => w.name === 'MaxListenersExceededWarning'),
+      [],
+    )
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 0)
+  })
+
+  test('aborting it rejects every query still pending, and leaves no listener', async () => {
+    const c = await openClient()
+    try {
+      const ac = new AbortController()
+      const { result: settled, warnings } = await withWarnings(async () => {
+        const head = c.query('SELECT pg_sleep(0.1)')
+        const ps = Array.from({ length: 1000 }, (_, i) => c.query('SELECT $1::int AS n', [i], { signal: ac.signal }))
+        assert.equal(getEventListeners(ac.signal, 'abort').length, 1)
+        await sleep(20)
+        ac.abort('all of them')
+        await head
+        return Promise.allSettled(ps)
+      })
+      for (const s of settled) {
+        assert.equal(s.status, 'rejected')
+        assertAbortError((s as PromiseRejectedResult).reason, 'all of them')
+      }
+      assert.deepEqual(
+        warnings.filter((w) => w.name === 'MaxListenersExceededWarning'),
+        [],
+      )
+      assert.equal(getEventListeners(ac.signal, 'abort').length, 0)
+      assert.deepEqual((await c.query('SELECT 9 AS n')).rows, [{ n: 9 }])
+      assert.equal(c.cancelMisfires, 0)
+    } finally {
+      await c.end()
+    }
+  })
+})
+
+describe('timeouts', () => {
+  test('timeout per query: TimeoutError, and the sleep is cancelled on the server', async () => {
+    const c = await openClient()
+    try {
+      const pid = c.processId
+      const t0 = performance.now()
+      const e = await c.query('SELECT pg_sleep(30)', [], { timeout: 150 }).catch((err: unknown) => err)
+      const took = performance.now() - t0
+      assert.ok(e instanceof TimeoutError, String(e))
+      assert.equal(e.code, 'PG_QUERY_TIMEOUT')
+      assert.equal(e.timeout, 150)
+      assertCanceledOnServer(e)
+      assert.ok(took >= 145 && took < 2000, `took ${took} ms`)
+      const st = await backendState(pid)
+      assert.equal(st?.state, 'idle', 'the backend is idle again')
+      assert.deepEqual((await c.query('SELECT 1 AS one')).rows, [{ one: 1 }])
+      assert.equal(c.processId, pid)
+    } finally {
+      await c.end()
+    }
+  })
+
+  test('queryTimeout per client applies to every query; a per-query timeout overrides it', async () => {
+    const c = await openClient({ queryTimeout: 120 })
+    try {
+      const pid = c.processId
+      const t0 = performance.now()
+      const e = await c.query('SELECT pg_sleep(30)').catch((err: unknown) => err)
+      const took = performance.now() - t0
+      assert.ok(e instanceof TimeoutError, String(e))
+      assert.equal(e.timeout, 120)
+      assertCanceledOnServer(e)
+      assert.ok(took >= 115 && took < 2000, `took ${took} ms`)
+      assert.equal((await backendState(pid))?.state, 'idle')
+      // A query shorter than the timeout is unaffected, and so are the ones behind it.
+      const ok = await Promise.all([c.query('SELECT pg_sleep(0.05), 1 AS n'), c.query('SELECT 2 AS n')])
+      assert.deepEqual(
+        ok.map((r) => r.rows[0]!.n),
+        [1, 2],
+      )
+      // Longer per query.
+      assert.deepEqual((await c.query('SELECT pg_sleep(0.2), 3 AS n', [], { timeout: 5000 })).rows[0]!.n, 3)
+      // simpleQuery takes the client's default too.
+      await assert.rejects(c.simpleQuery('SELECT pg_sleep(30)'), (x: unknown) => x instanceof TimeoutError && x.timeout === 120)
+      assert.equal(c.cancelMisfires, 0)
+    } finally {
+      await c.end()
+    }
+  })
+
+  test('timeouts are measured on the monotonic clock, not Date.now()', async () => {
+    const c = await openClient()
+    const realNow = Date.now
+    try {
+      // The wall clock jumps an hour forward (then back): the timeout neither fires early nor late.
+      let offset = 0
+      Date.now = () => realNow() + offset
+      const p = c.query('SELECT pg_sleep(30)', [], { timeout: 200 })
+      offset = 3600_000
+      const t0 = performance.now()
+      await sleep(50)
+      offset = -3600_000
+      const e = await p.catch((err: unknown) => err)
+      const took = performance.now() - t0
+      assert.ok(e instanceof TimeoutError)
+      assert.ok(took >= 140 && took < 2000, `took ${took} ms`)
+    } finally {
+      Date.now = realNow
+      await c.end()
+    }
+  })
+
+  test('invalid timeout and signal are ArgumentErrors', async () => {
+    for (const timeout of [0, -1, Number.NaN, 2 ** 31, '10' as unknown as number]) {
+      await assert.rejects(db.query('SELECT 1', [], { timeout }), ArgumentError)
+      await assert.rejects(db.simpleQuery('SELECT 1', { timeout }), ArgumentError)
+    }
+    await assert.rejects(db.query('SELECT 1', [], { signal: {} as AbortSignal }), ArgumentError)
+    assert.throws(() => new Client({ queryTimeout: 0 }), ArgumentError)
+  })
+})
+
+describe('simpleQuery', () => {
+  test('takes a signal: cancelled on the server, the AbortError carries 57014', async () => {
+    const c = await openClient()
+    try {
+      const ac = new AbortController()
+      const p = c.simpleQuery('SELECT 1; SELECT pg_sleep(10); SELECT 2', { signal: ac.signal })
+      const follower = c.simpleQuery('SELECT 3 AS n')
+      await sleep(50)
+      ac.abort('simple')
+      const e = await p.catch((err: unknown) => err)
+      assertAbortError(e, 'simple')
+      assertCanceledOnServer(e)
+      assert.deepEqual((await follower)[0]!.rows, [{ n: 3 }])
+      assert.equal(c.cancelMisfires, 0)
+    } finally {
+      await c.end()
+    }
+  })
+
+  test('takes a timeout', async () => {
+    const c = await openClient()
+    try {
+      const pid = c.processId
+      const e = await c.simpleQuery('SELECT pg_sleep(10)', { timeout: 100 }).catch((err: unknown) => err)
+      assert.ok(e instanceof TimeoutError)
+      assertCanceledOnServer(e)
+      assert.equal((await backendState(pid))?.state, 'idle')
+    } finally {
+      await c.end()
+    }
+  })
+})
+
+describe('under load', () => {
+  test('50 cancels of a sleep with followers in flight: no follower is ever hit, no misfire', async () => {
+    const clients = await Promise.all(Array.from({ length: 5 }, () => openClient()))
+    let cancelledOnServer = 0
+    let completedFirst = 0
+    try {
+      await Promise.all(
+        clients.map(async (c) => {
+          for (let round = 0; round < 10; round++) {
+            const sleepMs = 50 + Math.floor(Math.random() * 150)
+            const ac = new AbortController()
+            const target = c.query('SELECT pg_sleep($1::float8 / 1000)', [sleepMs], { signal: ac.signal })
+            const followers = Array.from({ length: 5 }, (_, i) => c.query('SELECT $1::int AS n', [round * 10 + i]))
+            await sleep(Math.floor(Math.random() * (sleepMs + 10)))
+            ac.abort('load')
+            const e = await target.then(
+              () => assert.fail('an aborted query never resolves'),
+              (err: unknown) => err,
+            )
+            assertAbortError(e, 'load')
+            if (e.cause instanceof PgError) {
+              assert.equal(e.cause.code, '57014')
+              cancelledOnServer++
+            } else completedFirst++
+            const got = await Promise.allSettled(followers)
+            got.forEach((s, i) => {
+              assert.equal(s.status, 'fulfilled', `follower hit: ${String((s as PromiseRejectedResult).reason)}`)
+              assert.equal((s as PromiseFulfilledResult<{ rows: { n: number }[] }>).value.rows[0]!.n, round * 10 + i)
+            })
+          }
+          assert.equal(c.cancelMisfires, 0)
+        }),
+      )
+      assert.ok(cancelledOnServer > 0, 'some were cancelled while running')
+    } finally {
+      await Promise.all(clients.map((c) => c.end()))
+    }
+  })
+
+  test('abort-to-rejection time, with and without followers', async () => {
+    const c = await openClient()
+    try {
+      const measure = async (followers: number): Promise<number[]> => {
+        const times: number[] = []
+        for (let i = 0; i < 15; i++) {
+          const ac = new AbortController()
+          const p = c.query('SELECT pg_sleep(10)', [], { signal: ac.signal })
+          const fs = Array.from({ length: followers }, (_, k) => c.query('SELECT $1::int AS n', [k]))
+          await sleep(30)
+          const t0 = performance.now()
+          ac.abort()
+          const e = await p.catch((err: unknown) => err)
+          times.push(performance.now() - t0)
+          assert.ok(e instanceof AbortError)
+          assertCanceledOnServer(e)
+          const rs = await Promise.all(fs)
+          rs.forEach((r, k) => assert.equal(r.rows[0]!.n, k))
+        }
+        return times
+      }
+      const alone = median(await measure(0))
+      const behind = median(await measure(10))
+      console.log(`abort() to rejection, median of 15: ${alone.toFixed(2)} ms alone, ${behind.toFixed(2)} ms with 10 followers in flight`)
+      assert.ok(alone < 200, `alone: ${alone} ms`)
+      assert.ok(behind < 500, `with followers: ${behind} ms`)
+      assert.equal(c.cancelMisfires, 0)
+    } finally {
+      await c.end()
+    }
+  })
+})
+
+describe('cancel over TLS', () => {
+  /** A TCP relay to the server that records the first bytes each connection sends. */
+  async function tap(target: { host: string; port: number }): Promise<{ port: number; openings: Buffer[]; close(): Promise<void> }> {
+    const openings: Buffer[] = []
+    const sockets = new Set<net.Socket>()
+    const server = net.createServer((client) => {
+      const index = openings.length
+      openings.push(Buffer.alloc(0))
+      const upstream = net.connect(target.port, target.host)
+      for (const s of [client, upstream]) {
+        sockets.add(s)
+        s.on('close', () => sockets.delete(s))
+        s.on('error', () => undefined)
+      }
+      client.on('data', (chunk) => {
+        if (openings[index]!.length < 8) openings[index] = Buffer.concat([openings[index]!, chunk]).subarray(0, 8)
+        upstream.write(chunk)
+      })
+      upstream.on('data', (chunk) => client.write(chunk))
+      client.on('end', () => upstream.end())
+      upstream.on('end', () => client.end())
+      client.on('close', () => upstream.destroy())
+      upstream.on('close', () => client.destroy())
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    return {
+      port: (server.address() as net.AddressInfo).port,
+      openings,
+      close: async () => {
+        for (const s of sockets) s.destroy()
+        await new Promise<void>((r) => server.close(() => r()))
+      },
+    }
+  }
+
+  const SSL_REQUEST = Buffer.from([0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f])
+  const CANCEL_REQUEST_CODE = Buffer.from([0x04, 0xd2, 0x16, 0x2e])
+
+  async function cancelThrough(sslmode: 'require' | 'disable'): Promise<Buffer[]> {
+    const { connectionString } = await mainDatabase()
+    const url = new URL(connectionString!)
+    const t = await tap({ host: url.hostname, port: Number(url.port) })
+    const options: ClientOptions = { connectionString: connectionString!, host: '127.0.0.1', port: t.port, sslmode }
+    const c = new Client(options)
+    try {
+      await c.connect()
+      assert.equal(c.tls, sslmode === 'require')
+      const ac = new AbortController()
+      const p = c.query('SELECT pg_sleep(10)', [], { signal: ac.signal })
+      await sleep(50)
+      ac.abort('over tls')
+      const e = await p.catch((err: unknown) => err)
+      assertAbortError(e, 'over tls')
+      assertCanceledOnServer(e)
+      assert.deepEqual((await c.query('SELECT 1 AS one')).rows, [{ one: 1 }])
+    } finally {
+      await c.end()
+      await t.close()
+    }
+    return t.openings
+  }
+
+  test('with sslmode=require the CancelRequest goes over TLS too', async () => {
+    const openings = await cancelThrough('require')
+    assert.equal(openings.length, 2, 'the connection and the cancel connection')
+    assert.deepEqual(openings[0], SSL_REQUEST)
+    assert.deepEqual(openings[1], SSL_REQUEST, 'the cancel connection starts with SSLRequest, not a plaintext CancelRequest')
+  })
+
+  test('without TLS the CancelRequest is plaintext (the tap tells them apart)', async () => {
+    const openings = await cancelThrough('disable')
+    assert.equal(openings.length, 2)
+    assert.deepEqual(openings[1]!.subarray(4, 8), CANCEL_REQUEST_CODE)
+  })
+})
