@@ -14,8 +14,9 @@ function onAbort(this: AbortSignal): void {
   const set = watched.get(this)
   if (set === undefined) return
   watched.delete(this)
-  const err = abortErrorOf(this)
-  for (const req of set) req.abort(err)
+  // An error per query: each gets its own cause (the server's query_canceled
+  // for one that was running, none for one dropped before it was sent).
+  for (const req of set) req.abort(abortErrorOf(this))
 }
 
 export function abortErrorOf(signal: AbortSignal): Error {

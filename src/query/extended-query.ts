@@ -21,6 +21,17 @@ const noFormats: number[] = []
 const noFields: FieldDescription[] = []
 const noOids: readonly number[] = []
 
+// Bits of ExtendedQuery.flags.
+/** This request wrote the Parse of its statement. */
+const PARSING = 1
+/** Describe S was sent: its replies come before BindComplete. */
+const DESCRIBING = 2
+/** Bind, Execute and Sync wait for the description (the writer is held meanwhile). */
+const BIND_DEFERRED = 4
+const SETTLED = 8
+/** Abandoned before being written: the connection skips it. */
+const DROPPED = 16
+
 /**
  * True when some value cannot be sent as untyped text without knowing its
  * parameter's type: a plain object could be json, a point, a composite; an
@@ -96,18 +107,15 @@ export class ExtendedQuery implements Request, Abortable {
   readonly promise: Promise<Result<unknown>>
   private resolve!: (r: Result<unknown>) => void
   private reject!: (e: Error) => void
-  /** The session of the connection this request was written on (set by encode). */
-  private session!: Session
-  /** Abandoned before being written: the connection skips it. */
-  dropped = false
-  private settled = false
-  private abortError: Error | null = null
-  private abortWatch: AbortWatch | null = null
+  // Booleans share one field, and the rarely needed state (abort, type lookup,
+  // describe-first) lives in fields that stay null: a query waiting in a queue
+  // a million long must stay small.
+  private flags = 0
+  /** The signal/timeout watch and the abort error, once either matters. */
+  private aborting: { error: Error | null; watch: AbortWatch | null } | null = null
 
   private step = Step.Bind
   private stmt: Statement | null = null
-  /** True when this request wrote the Parse of `stmt`. */
-  private parsing = false
   /** Result formats requested in Bind (empty: all text). */
   private formats: number[] = noFormats
   private plan: RowPlan | null = null
@@ -123,14 +131,8 @@ export class ExtendedQuery implements Request, Abortable {
   private failure: Error | null = null
   private closes = 0
   private ctx: RequestContext | null = null
-  /** Columns from this request's own statement Describe (unnamed statements described first). */
-  private unnamedFields: FieldDescription[] = noFields
-  /** Parameter types from this request's own ParameterDescription. */
-  private paramTypes: number[] = []
-  /** Describe S was sent: its replies come before BindComplete. */
-  private describing = false
-  /** Bind, Execute and Sync wait for the description (the writer is held meanwhile). */
-  private bindDeferred = false
+  /** Parameter types from this request's own ParameterDescription (describe-first only). */
+  private paramTypes: number[] = noOids as number[]
 
   constructor(
     readonly text: string,
@@ -147,6 +149,20 @@ export class ExtendedQuery implements Request, Abortable {
     })
   }
 
+  /** The session of the connection this request was written on. */
+  private get session(): Session {
+    return this.ctx!.attachment as Session
+  }
+
+  /** Abandoned before being written: the connection skips it. */
+  get dropped(): boolean {
+    return (this.flags & DROPPED) !== 0
+  }
+
+  private get abortError(): Error | null {
+    return this.aborting?.error ?? null
+  }
+
   /** True once the request was written to a connection (the server may have seen it). */
   get wasSent(): boolean {
     return this.ctx !== null
@@ -155,23 +171,23 @@ export class ExtendedQuery implements Request, Abortable {
   /** Ties the request to an AbortSignal and/or a timeout (ms). */
   watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
     if (signal === undefined && timeout === undefined) return
-    this.abortWatch = new AbortWatch(this, signal, timeout)
+    ;(this.aborting ??= { error: null, watch: null }).watch = new AbortWatch(this, signal, timeout)
   }
 
   /** Aborted by its signal or timeout: dropped if not written yet, else cancelled on the server. */
   abort(err: Error): void {
-    if (this.settled || this.abortError !== null) return
-    this.abortError = err
+    if ((this.flags & SETTLED) !== 0 || this.abortError !== null) return
+    ;(this.aborting ??= { error: null, watch: null }).error = err
     if (this.ctx === null) {
-      this.dropped = true
+      this.flags |= DROPPED
       this.rejectWith(err)
     } else this.ctx.requestCancel(this)
   }
 
   private rejectWith(err: Error): void {
-    if (this.settled) return
-    this.settled = true
-    this.abortWatch?.done()
+    if ((this.flags & SETTLED) !== 0) return
+    this.flags |= SETTLED
+    this.aborting?.watch?.done()
     const abort = this.abortError
     if (abort !== null && abort !== err && err instanceof Error) {
       // Keep what actually happened (the server's query_canceled, a lost connection) as the cause.
@@ -181,16 +197,15 @@ export class ExtendedQuery implements Request, Abortable {
   }
 
   private resolveWith(r: Result<unknown>): void {
-    if (this.settled) return
+    if ((this.flags & SETTLED) !== 0) return
     if (this.abortError !== null) return this.rejectWith(this.abortError)
-    this.settled = true
-    this.abortWatch?.done()
+    this.flags |= SETTLED
+    this.aborting?.watch?.done()
     this.resolve(r)
   }
 
   encode(w: Writer, ctx: RequestContext): void {
     this.ctx = ctx
-    this.session = ctx.attachment as Session
     const cache = this.prepare ? this.session.statements : null
     if (cache === null) return this.encodeUnnamed(w, ctx)
 
@@ -219,25 +234,23 @@ export class ExtendedQuery implements Request, Abortable {
     } else if (needsTypes(this.values, stmt.declaredTypes)) {
       if (!created) writeDescribe(w, 'S', stmt.name)
       writeFlush(w)
-      this.describing = true
-      this.bindDeferred = true
+      this.flags |= DESCRIBING | BIND_DEFERRED
       ctx.holdWriter(this)
     } else {
       const declaredTypes = stmt.declaredTypes
       writeBind(w, '', stmt.name, n, (w, i) => this.param(w, i, declaredTypes[i] ?? 0), noFormats)
     }
-    if (!this.bindDeferred) writeExecuteSync(w)
+    if ((this.flags & BIND_DEFERRED) === 0) writeExecuteSync(w)
 
     // Past this point nothing can throw: commit the cache changes.
     stmt.users++
     this.stmt = stmt
     if (created) {
-      this.parsing = true
-      this.describing = true
+      this.flags |= PARSING | DESCRIBING
       this.step = Step.Parse
       cache.insert(stmt)
     } else {
-      this.step = this.describing ? Step.ParamDesc : Step.Bind
+      this.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
     }
     // Statements evicted from the cache are closed behind this query, each with
     // its own Sync so that a failure there concerns nobody.
@@ -256,8 +269,7 @@ export class ExtendedQuery implements Request, Abortable {
     if (needsTypes(this.values, declared)) {
       writeDescribe(w, 'S', '')
       writeFlush(w)
-      this.describing = true
-      this.bindDeferred = true
+      this.flags |= DESCRIBING | BIND_DEFERRED
       ctx.holdWriter(this)
       return
     }
@@ -273,7 +285,7 @@ export class ExtendedQuery implements Request, Abortable {
    */
   private bindDescribed(fields: FieldDescription[], paramTypes: number[]): void {
     const ctx = this.ctx!
-    this.bindDeferred = false
+    this.flags &= ~BIND_DEFERRED
     const n = this.values.length
     const name = this.stmt?.name ?? ''
     try {
@@ -340,7 +352,7 @@ export class ExtendedQuery implements Request, Abortable {
         return false
       case Backend.ParseComplete:
         if (this.step !== Step.Parse) this.violation(type)
-        this.step = this.describing ? Step.ParamDesc : Step.Bind
+        this.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
         return false
       case Backend.ParameterDescription:
         if (this.step !== Step.ParamDesc) this.violation(type)
@@ -349,7 +361,7 @@ export class ExtendedQuery implements Request, Abortable {
         this.step = Step.StmtDesc
         return false
       case Backend.RowDescription:
-        if (this.step === Step.StmtDesc) this.described((this.unnamedFields = decodeRowDescription(buf, start, end)))
+        if (this.step === Step.StmtDesc) this.described(decodeRowDescription(buf, start, end))
         else if (this.step === Step.PortalDesc) this.rowsBegin(decodeRowDescription(buf, start, end))
         else this.violation(type)
         return false
@@ -361,7 +373,7 @@ export class ExtendedQuery implements Request, Abortable {
       case Backend.BindComplete:
         if (this.step !== Step.Bind) this.violation(type)
         if (this.stmt === null) {
-          if (this.describing) this.rowsBegin(this.unnamedFields)
+          if ((this.flags & DESCRIBING) !== 0) this.rowsBegin(this.fields)
           else this.step = Step.PortalDesc
         } else {
           // A statement parsed by an earlier request is described by now: its
@@ -414,9 +426,9 @@ export class ExtendedQuery implements Request, Abortable {
     if (stmt !== null) {
       stmt.fields = fields
       if (stmt.state === StatementState.Parsing) stmt.state = StatementState.Ready
-    }
+    } else this.fields = fields
     this.step = Step.Bind
-    if (this.bindDeferred) {
+    if ((this.flags & BIND_DEFERRED) !== 0) {
       // The parameters are bound by their types, so unknown ones must be
       // learned first: looked up right now, ahead of everything queued (this
       // request holds the writer), then bound.
@@ -514,7 +526,7 @@ export class ExtendedQuery implements Request, Abortable {
     const stmt = this.stmt
     let err = new PgError(fields, this.text)
     if (stmt !== null) {
-      if (this.parsing && (step === Step.Parse || step === Step.ParamDesc || step === Step.StmtDesc)) {
+      if ((this.flags & PARSING) !== 0 && (step === Step.Parse || step === Step.ParamDesc || step === Step.StmtDesc)) {
         // The statement does not exist on the server: forget it, and let later
         // executions bound to it report this error instead of "does not exist".
         stmt.parseError = err
@@ -529,9 +541,9 @@ export class ExtendedQuery implements Request, Abortable {
     }
     this.failure = err
     this.step = Step.Complete
-    if (this.bindDeferred) {
+    if ((this.flags & BIND_DEFERRED) !== 0) {
       // Parse or Describe failed before we sent Sync: the server now skips to one.
-      this.bindDeferred = false
+      this.flags &= ~BIND_DEFERRED
       this.ctx!.writeNow(writeSync)
       this.ctx!.releaseWriter(this)
     }

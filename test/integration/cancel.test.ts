@@ -83,7 +83,7 @@ describe('a query not sent yet', () => {
       const reason = new Error('changed my mind')
       ac.abort(reason)
       const r = await outcome(p)
-      assert.notEqual(r, 'pending', 'rejected at once')
+      assert.ok(r !== 'pending', 'rejected at once')
       assert.ok('error' in r)
       assertAbortError(r.error, reason)
       assert.equal(r.error.cause, undefined, 'nothing happened on the server')
@@ -128,7 +128,7 @@ describe('a query not sent yet', () => {
       await sleep(50)
       ac.abort('backed up')
       const r = await outcome(p)
-      assert.notEqual(r, 'pending', 'an unsent query rejects without waiting for the server')
+      assert.ok(r !== 'pending', 'an unsent query rejects without waiting for the server')
       assert.ok('error' in r)
       assertAbortError(r.error, 'backed up')
       await blocker
@@ -317,6 +317,33 @@ describe('one signal shared by many queries', () => {
     assert.equal(getEventListeners(ac.signal, 'abort').length, 0)
   })
 
+  test('each query gets its own AbortError: the cause of one is not another one\'s', async () => {
+    // One signal for a unit of work spread over two connections: on one the
+    // query is running (cancelled on the server), on the other not sent yet.
+    const running = await openClient()
+    const { connectionString } = await mainDatabase()
+    const url = new URL(connectionString!)
+    const proxy = await startProxy({ host: url.hostname, port: Number(url.port) }, { delayMs: 60 })
+    const connecting = new Client({ connectionString: connectionString!, host: proxy.host, port: proxy.port, sslmode: 'disable' })
+    try {
+      const ac = new AbortController()
+      const a = running.query('SELECT pg_sleep(10)', [], { signal: ac.signal }).catch((e: unknown) => e)
+      const b = connecting.query('SELECT 1', [], { signal: ac.signal }).catch((e: unknown) => e)
+      await sleep(30)
+      ac.abort('shared')
+      const [ea, eb] = await Promise.all([a, b])
+      assertAbortError(ea, 'shared')
+      assertAbortError(eb, 'shared')
+      assert.notEqual(ea, eb)
+      assertCanceledOnServer(ea)
+      assert.equal(eb.cause, undefined, 'the query that never ran has no server error as its cause')
+    } finally {
+      await running.end()
+      await connecting.end()
+      await proxy.close()
+    }
+  })
+
   test('aborting it rejects every query still pending, and leaves no listener', async () => {
     const c = await openClient()
     try {
@@ -473,29 +500,85 @@ describe('under load', () => {
           for (let round = 0; round < 10; round++) {
             const sleepMs = 50 + Math.floor(Math.random() * 150)
             const ac = new AbortController()
+            let settled = false
             const target = c.query('SELECT pg_sleep($1::float8 / 1000)', [sleepMs], { signal: ac.signal })
+            target.then(
+              () => (settled = true),
+              () => (settled = true),
+            )
             const followers = Array.from({ length: 5 }, (_, i) => c.query('SELECT $1::int AS n', [round * 10 + i]))
-            await sleep(Math.floor(Math.random() * (sleepMs + 10)))
+            // Any time while it runs, up to the very end of the sleep.
+            await sleep(Math.floor(Math.random() * sleepMs))
+            const abortedFirst = !settled
             ac.abort('load')
             const e = await target.then(
-              () => assert.fail('an aborted query never resolves'),
+              () => (abortedFirst ? assert.fail('a query aborted before it settled never resolves') : null),
               (err: unknown) => err,
             )
-            assertAbortError(e, 'load')
-            if (e.cause instanceof PgError) {
-              assert.equal(e.cause.code, '57014')
-              cancelledOnServer++
-            } else completedFirst++
+            if (abortedFirst) {
+              assertAbortError(e, 'load')
+              if (e.cause instanceof PgError) {
+                assert.equal(e.cause.code, '57014')
+                cancelledOnServer++
+              } else {
+                assert.equal(e.cause, undefined)
+                completedFirst++
+              }
+            } else assert.equal(e, null, 'the sleep completed before the abort')
             const got = await Promise.allSettled(followers)
             got.forEach((s, i) => {
               assert.equal(s.status, 'fulfilled', `follower hit: ${String((s as PromiseRejectedResult).reason)}`)
-              assert.equal((s as PromiseFulfilledResult<{ rows: { n: number }[] }>).value.rows[0]!.n, round * 10 + i)
+              assert.equal((s as PromiseFulfilledResult<{ rows: { n?: unknown }[] }>).value.rows[0]!.n, round * 10 + i)
             })
           }
           assert.equal(c.cancelMisfires, 0)
         }),
       )
-      assert.ok(cancelledOnServer > 0, 'some were cancelled while running')
+      assert.ok(cancelledOnServer > 10, `${cancelledOnServer} of 50 were cancelled while running, ${completedFirst} completed first`)
+    } finally {
+      await Promise.all(clients.map((c) => c.end()))
+    }
+  })
+
+  test('aborts timed for the worst moment: every follower hit is counted as a misfire, and hits stay rare', async () => {
+    // The cancel goes out 20 ms after the abort when followers are in flight;
+    // aborting a 50 ms sleep 27-33 ms in sends it just as the sleep ends on its
+    // own, so the signal may land on a follower (each runs 5 ms). That window is
+    // the time from the client's last look at the target to the signal reaching
+    // the backend. Regression: with the cancel connection opened only then
+    // (~5 ms) two rounds in three hit a follower, and a hit whose error arrived
+    // after the cancel connection closed went uncounted.
+    const clients = await Promise.all(Array.from({ length: 4 }, () => openClient()))
+    const rounds = 25
+    let roundsHit = 0
+    try {
+      await Promise.all(
+        clients.map(async (c) => {
+          let hits = 0
+          for (let round = 0; round < rounds; round++) {
+            const ac = new AbortController()
+            const target = c.query('SELECT pg_sleep(0.05)', [], { signal: ac.signal }).catch((e: unknown) => e)
+            const followers = Array.from({ length: 5 }, (_, i) => c.query('SELECT $1::int AS n, pg_sleep(0.005)', [i]))
+            await sleep(27 + Math.random() * 6)
+            ac.abort('worst moment')
+            assertAbortError(await target, 'worst moment')
+            let hit = false
+            ;(await Promise.allSettled(followers)).forEach((s, i) => {
+              if (s.status === 'fulfilled') assert.equal(s.value.rows[0]!.n, i)
+              else {
+                const e = s.reason as PgError
+                assert.ok(e instanceof PgError && e.code === '57014', `a follower failed otherwise: ${String(e)}`)
+                hits++
+                hit = true
+              }
+            })
+            if (hit) roundsHit++
+          }
+          assert.equal(c.cancelMisfires, hits, 'every follower hit by a cancel is counted')
+        }),
+      )
+      const total = clients.length * rounds
+      assert.ok(roundsHit < total / 4, `${roundsHit} of ${total} rounds hit a follower`)
     } finally {
       await Promise.all(clients.map((c) => c.end()))
     }
