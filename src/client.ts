@@ -86,6 +86,8 @@ export class Client extends Queryable {
   private closeError: Error | null = null
   private ending: Promise<void> | null = null
   private failedAttempts = 0
+  /** cancelMisfires of connections already closed. */
+  private pastMisfires = 0
   private nextAttemptAt = 0
   private readonly emitter = new EventEmitter()
   private readonly listeners: Listeners
@@ -198,6 +200,11 @@ export class Client extends Queryable {
     const wait = now ? 0 : Math.max(0, this.nextAttemptAt - performance.now())
     this.connecting = (async () => {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+      if (this.state === State.Closed) {
+        // destroy() came during the backoff wait.
+        this.connecting = null
+        return
+      }
       let conn: Connection
       try {
         conn = await openConnection(this.config, {
@@ -208,11 +215,11 @@ export class Client extends Queryable {
         })
         if (conn.closed) throw conn.failure ?? new ConnectionError('PG_CONNECTION_CLOSED', 'the connection closed as soon as it opened')
       } catch (err) {
+        this.connecting = null
         this.connectFailed(err as Error)
         return
-      } finally {
-        this.connecting = null
       }
+      this.connecting = null
       this.onConnected(conn)
     })()
   }
@@ -222,13 +229,13 @@ export class Client extends Queryable {
   }
 
   private onConnected(conn: Connection): void {
-    this.failedAttempts = 0
-    this.closeError = null
     if (this.state === State.Closed) {
       // destroy() came while connecting.
       conn.destroy(this.closeError ?? new ConnectionError('PG_CONNECTION_ENDED', 'the client was destroyed'))
       return
     }
+    this.failedAttempts = 0
+    this.closeError = null
     conn.attachment = new Session(
       this.catalog,
       this.view,
@@ -269,6 +276,8 @@ export class Client extends Queryable {
       return
     }
     for (const req of waiting) req.fail(err, false)
+    // Listened channels come back only with a connection: keep trying, backing off.
+    if (this.listeners.size > 0 && this.state !== State.Closed && this.ending === null) this.startConnecting(false)
   }
 
   private onConnectionClosed(conn: Connection, err: Error | null, unsent: Request[]): void {
@@ -277,6 +286,7 @@ export class Client extends Queryable {
       return
     }
     this.conn = null
+    this.pastMisfires += conn.cancelMisfires
     if (this.state === State.Closed) {
       for (const req of unsent) req.fail(err ?? this.closedError(), false)
       this.deliver('close', this.closeError)
@@ -298,7 +308,9 @@ export class Client extends Queryable {
       this.orphans(again, lost)
       return
     }
-    if (again.length > 0) {
+    // A client that only listens reconnects on its own: nothing else would
+    // bring its channels back.
+    if (again.length > 0 || this.listeners.size > 0) {
       this.waiting.unshift(...again)
       this.startConnecting(false)
     }
@@ -324,7 +336,16 @@ export class Client extends Queryable {
       return
     }
     if (owner !== null) this.owners.set(req, owner)
-    if (this.holder !== null && owner !== this.holder) {
+    this.route(req)
+  }
+
+  /** Sends an accepted request: held back while someone else holds the connection, queued while connecting. */
+  private route(req: Request): void {
+    if (this.state === State.Closed) {
+      req.fail(this.closedError(), false)
+      return
+    }
+    if (this.holder !== null && this.owners.get(req) !== this.holder) {
       this.held.push(req)
       return
     }
@@ -378,9 +399,10 @@ export class Client extends Queryable {
       next()
       return
     }
+    // Held requests were accepted before any end(), so end() does not refuse them.
     const held = this.held
     this.held = []
-    for (const req of held) this.send(req, this.owners.get(req) ?? null)
+    for (const req of held) this.route(req)
   }
 
   /** True when `holder` holds the connection and it is the same connection its first request went on. */
@@ -503,7 +525,7 @@ export class Client extends Queryable {
 
   /** Queries that failed with query_canceled although nobody cancelled them (see the README on cancellation); stays 0. */
   get cancelMisfires(): number {
-    return this.conn?.cancelMisfires ?? 0
+    return this.pastMisfires + (this.conn?.cancelMisfires ?? 0)
   }
 }
 

@@ -393,6 +393,11 @@ export class ReservedClient extends Queryable implements TransactionHost {
     return this.releaseReservation()
   }
 
+  /** TransactionHost: whether the reservation still has the connection it started on. */
+  holds(_holder: object): boolean {
+    return !this.released && this.slot.client.holds(this.token)
+  }
+
   /** Runs `fn` in a transaction on this connection (see Client.begin). */
   begin<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>
   begin<T>(options: TransactionOptions, fn: (tx: Transaction) => Promise<T>): Promise<T>

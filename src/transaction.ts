@@ -1,5 +1,5 @@
 import type { Request } from './connection/request.js'
-import { ArgumentError, ConnectionError, PipegresError } from './errors.js'
+import { ArgumentError, ConnectionError, PgError, PipegresError } from './errors.js'
 import type { ExtendedQuery } from './query/extended-query.js'
 import type { Result } from './query/result.js'
 import { makeQuery, Queryable, type QueryDefaults } from './queryable.js'
@@ -15,6 +15,12 @@ export interface TransactionHost {
   hold(holder: object): Promise<void>
   release(holder: object): void
   send(req: Request, owner: object | null): void
+  /**
+   * False once the connection `holder`'s first request went on is lost: the
+   * transaction then refuses everything at once (rather than have the host
+   * open a new connection just to refuse it there).
+   */
+  holds?(holder: object): boolean
 }
 
 /**
@@ -40,6 +46,14 @@ function beginSql(o: TransactionOptions): string {
   return modes.length === 0 ? 'BEGIN' : `BEGIN ${modes.join(', ')}`
 }
 
+/** What a transaction and its savepoints share. */
+interface Shared {
+  /** Why BEGIN failed: from then on nothing of the transaction may be sent anywhere. */
+  failed: Error | null
+  /** Defaults for BEGIN, COMMIT, SAVEPOINT...: no timeout (see control()). */
+  readonly controlDefaults: QueryDefaults
+}
+
 /**
  * The queries of one transaction (or savepoint): pipelined on the connection
  * the transaction holds. Once the transaction is over, it refuses queries
@@ -48,14 +62,17 @@ function beginSql(o: TransactionOptions): string {
 export class Transaction extends Queryable {
   private over = false
   private savepoints = 0
+  private readonly shared: Shared
 
   constructor(
     private readonly host: TransactionHost,
     private readonly token: object,
     private readonly queryDefaults: QueryDefaults,
     private readonly depth = 0,
+    shared?: Shared,
   ) {
     super()
+    this.shared = shared ?? { failed: null, controlDefaults: { ...queryDefaults, queryTimeout: undefined } }
   }
 
   protected defaults(): QueryDefaults {
@@ -67,14 +84,52 @@ export class Transaction extends Queryable {
       req.fail(new ArgumentError('this transaction is over: run the query on the client, or inside the transaction function'), false)
       return
     }
+    this.send(req)
+  }
+
+  private send(req: Request): void {
+    if (this.host.holds !== undefined && !this.host.holds(this.token)) {
+      req.fail(new ConnectionError('PG_CONNECTION_CLOSED', 'the connection this transaction was running on was lost'), false)
+      return
+    }
+    const failed = this.shared.failed
+    if (failed !== null) {
+      // BEGIN never reached the server, or its connection was lost: a query
+      // sent now would run on another connection, outside any transaction.
+      req.fail(
+        failed instanceof ConnectionError
+          ? new ConnectionError(failed.code, `the transaction did not begin or its connection was lost: ${failed.message}`, { cause: failed })
+          : failed,
+        false,
+      )
+      return
+    }
     this.host.send(req, this.token)
   }
 
-  /** Sends a statement of the transaction's own (BEGIN, COMMIT, SAVEPOINT ...) and returns its request. */
+  /**
+   * Sends a statement of the transaction's own (BEGIN, COMMIT, SAVEPOINT ...)
+   * and returns its request. These take no timeout, not even the client's
+   * queryTimeout: a COMMIT abandoned on a timeout may still commit (the
+   * transaction would be reported failed when it was not), and a BEGIN that
+   * times out while it waits behind other queries would still run, leaving the
+   * session inside a transaction nobody ends.
+   */
   control(sql: string): ExtendedQuery {
-    const req = makeQuery(this.queryDefaults, sql, undefined, { prepare: false })
-    this.host.send(req, this.token)
+    const req = makeQuery(this.shared.controlDefaults, sql, undefined, { prepare: false })
+    this.send(req)
     return req
+  }
+
+  /** @internal Sends BEGIN (runTransaction): if it fails, the transaction sends nothing more. */
+  sendBegin(sql: string): Promise<unknown> {
+    const started = this.control(sql).promise
+    // Handled at once: BEGIN can fail while fn still runs, long before
+    // runTransaction awaits it, and that must not be an unhandled rejection.
+    started.catch((err: unknown) => {
+      this.shared.failed ??= err instanceof Error ? err : new Error(String(err))
+    })
+    return started
   }
 
   close(): void {
@@ -89,8 +144,10 @@ export class Transaction extends Queryable {
     if (typeof fn !== 'function') throw new ArgumentError('savepoint() needs a function')
     if (this.over) throw new ArgumentError('this transaction is over')
     const name = `pipegres_sp_${this.depth + 1}_${++this.savepoints}`
-    const sp = new Transaction(this.host, this.token, this.queryDefaults, this.depth + 1)
+    const sp = new Transaction(this.host, this.token, this.queryDefaults, this.depth + 1, this.shared)
     const start = this.control(`SAVEPOINT ${name}`).promise
+    // Awaited only after fn: must not be an unhandled rejection meanwhile.
+    start.catch(() => undefined)
     let result: T
     try {
       result = await fn(sp)
@@ -102,7 +159,24 @@ export class Transaction extends Queryable {
     }
     sp.close()
     await start
-    await this.control(`RELEASE SAVEPOINT ${name}`).promise
+    try {
+      await this.control(`RELEASE SAVEPOINT ${name}`).promise
+    } catch (err) {
+      if (err instanceof ConnectionError) throw err
+      // A statement in the savepoint failed and fn caught it: the transaction
+      // is aborted and the savepoint cannot be released. Roll back to it, so
+      // that a caller who catches this goes on in a usable transaction, as
+      // after any savepoint that failed.
+      await this.control(`ROLLBACK TO SAVEPOINT ${name}`).promise.catch(() => undefined)
+      if (err instanceof PgError && err.code === '25P02') {
+        throw new TransactionError(
+          'PG_TRANSACTION_ROLLED_BACK',
+          'the savepoint was rolled back instead of released, because a statement in it failed',
+          { cause: err },
+        )
+      }
+      throw err
+    }
     return result
   }
 }
@@ -118,18 +192,18 @@ export async function runTransaction<T>(
   await host.hold(token)
   const tx = new Transaction(host, token, host.defaultsForTransaction())
   try {
-    const started = tx.control(begin)
+    const started = tx.sendBegin(begin)
     let result: T
     try {
       result = await fn(tx)
     } catch (err) {
       tx.close()
       await tx.control('ROLLBACK').promise.catch(() => undefined)
-      await started.promise.catch(() => undefined)
+      await started.catch(() => undefined)
       throw err
     }
     tx.close()
-    await started.promise
+    await started
     const commit = tx.control('COMMIT')
     let done: Result<unknown>
     try {

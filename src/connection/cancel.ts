@@ -10,18 +10,21 @@ import { describeHost, openTransport, type TlsAttempt, type Transport } from './
 // the clear). The server answers nothing: it closes the connection once it has
 // signalled the backend.
 //
-// The connection can be opened ahead of time: the server forks a process for
-// every connection it accepts, and TCP and TLS handshakes take round trips, so
-// a CancelRequest written on an already open connection lands within a fraction
-// of a millisecond instead of several (measured: ~5 ms on a local PostgreSQL 18).
-// That is what keeps the window small in which a query that finishes just then
-// lets the signal hit the query after it (see Connection.requestCancel).
+// The connection can be opened before deciding to send: the server forks a
+// process for every connection it accepts, and TCP and TLS handshakes take
+// round trips, so a CancelRequest written on an already open connection lands
+// within a fraction of a millisecond instead of several (measured: ~5 ms on a
+// local PostgreSQL 18). That is what keeps the window small in which a query
+// that finishes just then lets the signal hit the query after it (see
+// Connection.requestCancel).
 
 const CANCEL_TIMEOUT_MS = 10_000
 /** A cancel connection opened ahead of time and never used is closed after this long. */
 const IDLE_MS = 2_000
 
 export interface CancelChannel {
+  /** Resolves once the connection is open (and TLS is set up): send() then writes at once. */
+  readonly ready: Promise<void>
   /**
    * Writes the CancelRequest. Resolves once the server has closed the
    * connection (it signals the backend before that); rejects if the
@@ -72,6 +75,7 @@ export function openCancelChannel(config: ConnectionConfig, host: HostAddress, t
     () => finish(),
   )
   return {
+    ready: opened.then(() => undefined),
     async send(processId, secretKey) {
       if (done) throw new ConnectionError('PG_CONNECTION_CLOSED', `the cancel connection to ${where} was already closed`)
       clearTimeout(idleTimer)

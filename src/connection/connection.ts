@@ -381,56 +381,91 @@ export class Connection implements MessageSink, RequestContext {
   //    or reads its next command);
   //  - if queries were already in flight behind it, the cancel waits until the
   //    target has run for CANCEL_DELAY_MS: a target that completes within that
-  //    time needs no cancel at all (its result is simply discarded). Meanwhile
-  //    the cancel connection is opened, and when the time is up, whatever the
-  //    server has sent is read first (setImmediate runs after the event loop
-  //    polled the socket): only if the target is still running is the
-  //    CancelRequest written. What is left is the time the signal takes from
-  //    that check to the backend: a fraction of a millisecond on a connection
-  //    already open, against about 5 ms for opening one then (the server forks
-  //    a process per connection). Measured on a local PostgreSQL 18 with
-  //    followers of 5 ms each and aborts timed for the worst moment: about 1 in
-  //    20 such aborts hits a follower, against 2 in 3 with the cancel
-  //    connection opened only when the delay is over. A query the signal hits
-  //    in that window fails with query_canceled and is counted in
-  //    cancelMisfires.
+  //    time needs no cancel at all (its result is simply discarded). The
+  //    cancel connection is opened halfway through that time, and when the
+  //    time is up, whatever the server has sent meanwhile is read first
+  //    (setImmediate runs after the event loop polled the socket): only if the
+  //    target is still running is the CancelRequest written. What is left is
+  //    the time the signal takes from that check to the backend: a fraction of
+  //    a millisecond on a connection already open, against several when the
+  //    connection is opened only then (the server forks a process per
+  //    connection). Measured on a local PostgreSQL 18 with followers of 5 ms
+  //    each and aborts timed for the worst moment: about 1 in 15 such aborts
+  //    hits a follower, against 2 in 3 when the connection was opened after
+  //    the check. A query the signal hits in that window fails with
+  //    query_canceled and is counted in cancelMisfires.
 
-  /** The cancel connection opened for the head target while its delay runs. */
+  /** The cancel connection being opened for the head target, once its delay is over. */
   private cancelChannel: CancelChannel | null = null
   private cancelCheck: NodeJS.Immediate | null = null
   /**
    * The last request in flight when a CancelRequest was sent: until it has
    * completed, a query_canceled on a request that was not a target is a misfire
-   * (the signal may land, or its error arrive, after the cancel connection closed).
+   * (the signal may land, or its error arrive, after the cancel connection
+   * closed). Weak: a completed request (and its rows) must not be kept alive.
    */
-  private exposedUntil: Request | null = null
+  private exposedUntil: WeakRef<Request> | null = null
 
   /** Asks for `req` to be cancelled on the server, if and when that can be done safely. */
   requestCancel(req: Request): void {
-    if (this.state === State.Closed || this.cancelTargets.has(req)) return
-    let inFlight = false
-    for (const r of this.inflight.items()) if (r === req) inFlight = true
-    if (!inFlight) return
+    if (this.state === State.Closed || this.cancelTargets.has(req) || this.inflight.length === 0) return
+    // A request that has been written and has not settled is in flight, except
+    // one that completed and waits for a type lookup before it settles: there
+    // is nothing to cancel then. A short queue is simply searched; a long one
+    // is not (thousands of queries sharing a signal, or timing out together,
+    // would make that quadratic: 6 s for 20,000): such a stray target never
+    // becomes the head, and is let go once the queue has drained.
+    if (this.inflight.length <= 64 && !this.isInFlight(req)) return
     this.cancelTargets.add(req)
     this.holdWriter(this.cancelTargets)
     if (this.inflight.peek() === req) this.cancelHead(req)
   }
 
+  private isInFlight(req: Request): boolean {
+    for (const r of this.inflight.items()) if (r === req) return true
+    return false
+  }
+
   private cancelHead(req: Request): void {
-    if (this.cancelTimer !== null || this.cancelCheck !== null || this.cancelSentFor !== null) return
+    if (this.cancelTimer !== null || this.cancelChannel !== null || this.cancelCheck !== null || this.cancelSentFor !== null) return
     if (this.inflight.length === 1) {
-      this.sendCancel(req)
+      this.sendCancel(req, openCancelChannel(this.config, this.host, this.tlsMode))
       return
     }
-    this.cancelChannel = openCancelChannel(this.config, this.host, this.tlsMode)
+    // Halfway through the delay, a target still running gets its cancel
+    // connection opened, so that the server has forked the process that will
+    // read the CancelRequest by the time it is written (TCP's handshake is done
+    // before the server has even accepted the connection).
+    const half = CANCEL_DELAY_MS / 2
     this.cancelTimer = setTimeout(() => {
       this.cancelTimer = null
-      this.cancelCheck = setImmediate(() => {
-        this.cancelCheck = null
-        if (this.state !== State.Closed && this.inflight.peek() === req) this.sendCancel(req)
-        else this.dropCancelChannel()
-      })
-    }, CANCEL_DELAY_MS)
+      if (this.state === State.Closed || this.inflight.peek() !== req) return
+      const channel = openCancelChannel(this.config, this.host, this.tlsMode)
+      this.cancelChannel = channel
+      const due = performance.now() + half
+      channel.ready.then(
+        () => {
+          if (this.cancelChannel !== channel) return
+          const check = (): void => {
+            this.cancelTimer = null
+            // After the event loop has read whatever the server sent meanwhile.
+            this.cancelCheck = setImmediate(() => {
+              this.cancelCheck = null
+              this.cancelChannel = null
+              if (this.state !== State.Closed && this.inflight.peek() === req) this.sendCancel(req, channel)
+              else channel.abandon()
+            })
+          }
+          const wait = due - performance.now()
+          if (wait > 0) this.cancelTimer = setTimeout(check, wait)
+          else check()
+        },
+        () => {
+          // No cancel connection: the target simply runs to completion.
+          if (this.cancelChannel === channel) this.cancelChannel = null
+        },
+      )
+    }, half)
   }
 
   private dropCancelChannel(): void {
@@ -438,18 +473,16 @@ export class Connection implements MessageSink, RequestContext {
     this.cancelChannel = null
   }
 
-  private sendCancel(req: Request): void {
-    const channel = this.cancelChannel ?? openCancelChannel(this.config, this.host, this.tlsMode)
-    this.cancelChannel = null
+  private sendCancel(req: Request, channel: CancelChannel): void {
     if (this.secretKey === undefined) {
       channel.abandon()
       return
     }
     this.cancelSentFor = req
     this.cancelInFlight++
-    let last: Request | null = null
+    let last: Request | undefined
     for (const r of this.inflight.items()) last = r
-    this.exposedUntil = last
+    this.exposedUntil = last === undefined ? null : new WeakRef(last)
     channel
       .send(this.processId, this.secretKey)
       .catch(() => {
@@ -463,7 +496,7 @@ export class Connection implements MessageSink, RequestContext {
 
   /** A request completed: if it was a cancel target, its cancellation is over. */
   private afterCompletion(req: Request): void {
-    if (req === this.exposedUntil) this.exposedUntil = null
+    if (req === this.exposedUntil?.deref()) this.exposedUntil = null
     if (this.cancelTargets.delete(req)) {
       if (this.cancelTimer !== null) {
         clearTimeout(this.cancelTimer)
@@ -478,6 +511,8 @@ export class Connection implements MessageSink, RequestContext {
     }
     const head = this.inflight.peek()
     if (head !== undefined && this.cancelTargets.has(head)) this.cancelHead(head)
+    // Nothing in flight: whatever is left were stray targets (see requestCancel).
+    else if (head === undefined && this.cancelSentFor === null) this.cancelTargets.clear()
     this.cancelDone()
   }
 
@@ -494,8 +529,8 @@ export class Connection implements MessageSink, RequestContext {
 
   /** True when `req` (the head) was in flight when the last CancelRequest was sent. */
   private isExposed(req: Request): boolean {
-    const until = this.exposedUntil
-    if (until === null) return false
+    const until = this.exposedUntil?.deref()
+    if (until === undefined) return false
     // Requests complete in order: the head is exposed while `until` has not completed.
     for (const r of this.inflight.items()) if (r === until) return true
     this.exposedUntil = null

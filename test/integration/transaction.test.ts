@@ -424,7 +424,9 @@ describe('savepoints', () => {
           return 'swallowed'
         })
         .catch((x: unknown) => x)
-      assert.ok(e instanceof PgError, `the savepoint could not be released: ${String(e)}`)
+      assert.ok(e instanceof TransactionError, `the savepoint could not be released: ${String(e)}`)
+      assert.equal(e.code, 'PG_TRANSACTION_ROLLED_BACK')
+      assert.ok(e.cause instanceof PgError && e.cause.code === '25P02')
       await insert(tx, `${tag}_after`)
       return 'committed'
     })
@@ -523,22 +525,24 @@ describe('connection loss', () => {
       const tag = uniqueName('killed')
       const pid = c.processId
       let afterLoss: unknown
-      const tx = c.begin(async (tx) => {
-        await insert(tx, tag)
-        await tx.query('SELECT pg_sleep(5)').catch(async (e: unknown) => {
-          // The function carries on after the loss: its queries must not run
-          // on the new connection, outside any transaction.
-          afterLoss = await insert(tx, `${tag}_after`).catch((x: unknown) => x)
-          throw e
+      const tx = c
+        .begin(async (tx) => {
+          await insert(tx, tag)
+          await tx.query('SELECT pg_sleep(5)').catch(async (e: unknown) => {
+            // The function carries on after the loss: its queries must not run
+            // on the new connection, outside any transaction.
+            afterLoss = await insert(tx, `${tag}_after`).catch((x: unknown) => x)
+            throw e
+          })
         })
-      })
+        .catch((x: unknown) => x)
       const outside = (async () => {
         await sleep(20)
         return c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')
       })()
       await sleep(100)
       await adminQuery(`SELECT pg_terminate_backend(${pid})`)
-      const e = await tx.catch((x: unknown) => x)
+      const e = await tx
       assert.ok(e instanceof ConnectionError, String(e))
       assert.ok(afterLoss instanceof ConnectionError, `the query after the loss was refused: ${String(afterLoss)}`)
       // The outside query waited for the transaction, then ran on a new connection.
@@ -562,12 +566,14 @@ describe('connection loss', () => {
     await c.query(`CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON ${u} DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ${fn}()`)
     try {
       const pid = c.processId
-      const tx = c.begin(async (tx) => {
-        await tx.query(`INSERT INTO ${u} VALUES (1)`)
-      })
+      const tx = c
+        .begin(async (tx) => {
+          await tx.query(`INSERT INTO ${u} VALUES (1)`)
+        })
+        .catch((x: unknown) => x)
       await sleep(150)
       await adminQuery(`SELECT pg_terminate_backend(${pid})`)
-      const e = await tx.catch((x: unknown) => x)
+      const e = await tx
       assert.ok(e instanceof TransactionError, String(e))
       assert.equal(e.code, 'PG_CONNECTION_CLOSED')
       assert.ok(e.cause instanceof ConnectionError)
@@ -608,6 +614,49 @@ describe('connection loss', () => {
     }
   })
 
+  test('after its connection is lost, the transaction fails at once: ROLLBACK is not held up by reconnecting', async () => {
+    const gate = await startGate()
+    const c = await clientThrough(gate.port, { reconnectMaxDelay: 5000 })
+    try {
+      await c.connect()
+      // The server goes away and stays away (refused connections): the
+      // client's backoff grows with each failed attempt.
+      gate.open = false
+      gate.dropAll()
+      for (let i = 0; i < 3; i++) await c.query('SELECT 1').catch(() => undefined)
+      const attempts = gate.attempts
+      gate.open = true
+      // (The next attempt is now several hundred ms away.)
+      await sleep(1000)
+      await c.query('SELECT 1')
+      const tag = uniqueName('lost_fast')
+      const tx = c
+        .begin(async (tx) => {
+          await insert(tx, tag)
+          await tx.query('SELECT pg_sleep(5)')
+        })
+        .catch((e: unknown) => e)
+      await sleep(50)
+      const connections = gate.attempts
+      const pid = c.processId
+      gate.dropAll()
+      const t0 = performance.now()
+      const e = await tx
+      const took = performance.now() - t0
+      // (The backend notices its client is gone only when its sleep ends.)
+      await adminQuery(`SELECT pg_terminate_backend(${pid})`)
+      assert.ok(e instanceof ConnectionError, String(e))
+      assert.ok(took < 500, `begin() rejected ${took.toFixed(0)} ms after the loss`)
+      await sleep(50)
+      assert.equal(gate.attempts, connections, 'no connection was opened just to send ROLLBACK')
+      assert.ok(connections > attempts)
+      assert.equal(await committed(tag), 0)
+    } finally {
+      c.destroy()
+      await gate.close()
+    }
+  })
+
   test('connection dropped by the network mid-transaction: every query of it fails, the next begin() works', async () => {
     const gate = await startGate()
     const c = await clientThrough(gate.port)
@@ -625,8 +674,11 @@ describe('connection loss', () => {
         throw (settled[1] as PromiseRejectedResult).reason
       })
       await sleep(80)
+      const pid = c.processId
       gate.dropAll()
       await assert.rejects(tx, ConnectionError)
+      // (The backend notices its client is gone only when its sleep ends.)
+      await adminQuery(`SELECT pg_terminate_backend(${pid})`)
       assert.equal(await committed(tag), 0)
       assert.equal(await c.begin(async (tx) => (await insert(tx, `${tag}_next`)).rowCount), 1)
       assert.equal(await committed(`${tag}_next`), 1)
