@@ -661,7 +661,10 @@ describe('under load', () => {
       )
       const total = clients.length * rounds - late
       assert.ok(total > clients.length * rounds * 0.75, `${late} rounds came too late to abort`)
-      assert.ok(roundsHit < total / 4, `${roundsHit} of ${total} rounds hit a follower`)
+      // The rate depends on scheduling (a loaded machine widens the window), so
+      // the bound only separates today's behaviour (about one round in six) from
+      // the regression above (two in three).
+      assert.ok(roundsHit < total / 2, `${roundsHit} of ${total} rounds hit a follower`)
     } finally {
       await Promise.all(clients.map((c) => c.end()))
     }
