@@ -1,0 +1,17 @@
+// pipegres/wire: decodes the PostgreSQL protocol messages of query results
+// (RowDescription, DataRow, CommandComplete, ...) in any JavaScript runtime,
+// browsers included. It pairs with Client.queryRaw(), which writes a query's
+// result messages as the server sent them into an HTTP response or a file.
+// Everything under src/wire/ uses only Uint8Array, DataView, TextDecoder and
+// BigInt, and imports nothing from the rest of pipegres.
+
+export { WireParser, parseCommandTag } from './parser.js'
+export type { WireField, WireEvent, WireCompletion, WireParserOptions, RowMode, RowOf } from './parser.js'
+export { parseStream, parseResponse } from './stream.js'
+export type { WireResult, WireSource, ResponseLike, ByteStream, ByteStreamReader } from './stream.js'
+export type { WireTypeOptions } from './scalars.js'
+export { WireInterval } from './interval.js'
+export { WireProtocolError, WireServerError, WireHttpError } from './errors.js'
+export type { WireNotice, WireMessageFields } from './errors.js'
+export { WIRE_BINARY_OIDS, binaryDecodable } from './formats.js'
+export { wireTypeName } from './types.js'

@@ -1,0 +1,447 @@
+import { hexOf, readF32, readF64, readI16, readI32, readI64, readU16, readU32, utf8Text } from './bytes.js'
+import { checkTimeText, dateText, offsetText, parseDateText, parseTimestampText, timeText, toDate, US_PER_DAY } from './calendar.js'
+import { WireProtocolError } from './errors.js'
+import { intervalOf, parseIntervalText } from './interval.js'
+
+// Decoders of single values, one pair per type: `text` takes the value as
+// PostgreSQL prints it, `binary` its send format. Both must give the same
+// JavaScript value for the same database value; every input is checked, so a
+// value is either decoded exactly or refused.
+
+export type TextDecoderFn = (text: string) => unknown
+export type BinaryDecoderFn = (b: Uint8Array, start: number, end: number) => unknown
+
+export interface ScalarType {
+  name: string
+  text: TextDecoderFn
+  binary: BinaryDecoderFn
+}
+
+/** How some types are represented in JavaScript. */
+export interface WireTypeOptions {
+  /** int8: 'bigint' (default); 'number' (refuses values beyond ±2^53 rather than round them); 'string'. */
+  int8?: 'bigint' | 'number' | 'string'
+  /** numeric: 'string' (default: exactly as PostgreSQL prints it); 'number' (the nearest double). */
+  numeric?: 'string' | 'number'
+  /** date: 'string' (default: '2024-02-29', '0044-03-15 BC', 'infinity'); 'date' (a Date at UTC midnight). */
+  dates?: 'string' | 'date'
+  /** timestamp, timestamptz: 'date' (default: a Date, microseconds floored; ±Infinity for the infinities); 'string' (exact ISO 8601). */
+  timestamps?: 'date' | 'string'
+}
+
+export type ResolvedTypeOptions = Required<WireTypeOptions>
+
+export function resolveTypeOptions(o: WireTypeOptions = {}): ResolvedTypeOptions {
+  const pick = <T extends string>(name: string, value: T | undefined, allowed: readonly T[]): T => {
+    if (value === undefined) return allowed[0]!
+    if (!allowed.includes(value)) throw new TypeError(`types.${name} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}`)
+    return value
+  }
+  return {
+    int8: pick('int8', o.int8, ['bigint', 'number', 'string']),
+    numeric: pick('numeric', o.numeric, ['string', 'number']),
+    dates: pick('dates', o.dates, ['string', 'date']),
+    timestamps: pick('timestamps', o.timestamps, ['date', 'string']),
+  }
+}
+
+function malformed(what: string, detail: string): WireProtocolError {
+  return new WireProtocolError(`malformed ${what}: ${detail}`)
+}
+
+function excerpt(text: string): string {
+  return text.length > 60 ? `'${text.slice(0, 60)}...'` : `'${text}'`
+}
+
+function needLength(what: string, start: number, end: number, n: number): void {
+  if (end - start !== n) throw malformed(what, `${end - start} bytes where ${n} were expected`)
+}
+
+// ---- integers ----
+
+const INTEGER_RE = /^-?\d{1,20}$/
+
+function textInteger(what: string, min: number, max: number): TextDecoderFn {
+  return (text) => {
+    const n = INTEGER_RE.test(text) ? Number(text) : NaN
+    if (!(n >= min && n <= max)) throw malformed(what, excerpt(text))
+    return n
+  }
+}
+
+const INT8_MIN = -(2n ** 63n)
+const INT8_MAX = 2n ** 63n - 1n
+
+function int8Value(mode: ResolvedTypeOptions['int8']): (v: bigint) => unknown {
+  if (mode === 'string') return (v) => v.toString()
+  if (mode === 'number') {
+    return (v) => {
+      const n = Number(v)
+      if (!Number.isSafeInteger(n)) throw new WireProtocolError(`int8 ${v} is beyond ±2^53, which a number cannot hold exactly; use the int8: 'bigint' or 'string' option`)
+      return n
+    }
+  }
+  return (v) => v
+}
+
+function int8Type(o: ResolvedTypeOptions): ScalarType {
+  const out = int8Value(o.int8)
+  return {
+    name: 'int8',
+    text: (text) => {
+      if (!INTEGER_RE.test(text)) throw malformed('int8', excerpt(text))
+      const v = BigInt(text)
+      if (v < INT8_MIN || v > INT8_MAX) throw malformed('int8', excerpt(text))
+      return out(v)
+    },
+    binary: (b, s, e) => {
+      needLength('int8', s, e, 8)
+      return out(readI64(b, s))
+    },
+  }
+}
+
+// ---- floats ----
+
+const FLOAT_RE = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
+
+function parseFloatText(what: string, text: string): number {
+  if (text === 'NaN') return NaN
+  if (text === 'Infinity') return Infinity
+  if (text === '-Infinity') return -Infinity
+  if (!FLOAT_RE.test(text)) throw malformed(what, excerpt(text))
+  return Number(text)
+}
+
+// ---- numeric ----
+
+const NUMERIC_NEG = 0x4000
+const NUMERIC_NAN = 0xc000
+const NUMERIC_PINF = 0xd000
+const NUMERIC_NINF = 0xf000
+const NUMERIC_RE = /^-?\d+(?:\.\d+)?$/
+
+/** numeric_send's fields rebuilt into the text numeric_out prints: every digit, the scale's trailing zeros included. */
+export function numericText(b: Uint8Array, s: number, e: number): string {
+  if (e - s < 8) throw malformed('numeric', 'shorter than its 8-byte header')
+  const ndigits = readI16(b, s)
+  const weight = readI16(b, s + 2)
+  const sign = readU16(b, s + 4)
+  const dscale = readI16(b, s + 6)
+  if (ndigits < 0 || e - s !== 8 + 2 * ndigits) throw malformed('numeric', `${e - s} bytes for ${ndigits} digits`)
+  if (sign === NUMERIC_NAN || sign === NUMERIC_PINF || sign === NUMERIC_NINF) {
+    if (ndigits !== 0) throw malformed('numeric', 'a special value with digits')
+    return sign === NUMERIC_NAN ? 'NaN' : sign === NUMERIC_PINF ? 'Infinity' : '-Infinity'
+  }
+  if ((sign !== 0 && sign !== NUMERIC_NEG) || dscale < 0) throw malformed('numeric', `sign 0x${sign.toString(16)}, scale ${dscale}`)
+  // Base-10000 digit i is worth 10000^(weight - i); positions outside [0, ndigits) are zeros.
+  const digit = (i: number): number => {
+    if (i < 0 || i >= ndigits) return 0
+    const d = readU16(b, s + 8 + 2 * i)
+    if (d > 9999) throw malformed('numeric', `base-10000 digit ${d}`)
+    return d
+  }
+  let out = sign === NUMERIC_NEG ? '-' : ''
+  if (weight < 0) out += '0'
+  else {
+    out += String(digit(0))
+    for (let i = 1; i <= weight; i++) out += String(digit(i)).padStart(4, '0')
+  }
+  if (dscale > 0) {
+    let frac = ''
+    for (let i = weight + 1; frac.length < dscale; i++) frac += String(digit(i)).padStart(4, '0')
+    out += '.' + frac.slice(0, dscale)
+  }
+  // A digit beyond the scale would have been dropped above: refuse rather than round.
+  for (let i = Math.max(0, weight + 1 + Math.ceil(dscale / 4)); i < ndigits; i++) if (digit(i) !== 0) throw malformed('numeric', 'digits beyond its scale')
+  if (dscale % 4 !== 0) {
+    const last = weight + Math.ceil(dscale / 4)
+    const d = digit(last)
+    if (last >= 0 && d % 10 ** (4 - (dscale % 4)) !== 0) throw malformed('numeric', 'digits beyond its scale')
+  }
+  return out
+}
+
+function checkNumericText(text: string): string {
+  if (text === 'NaN' || text === 'Infinity' || text === '-Infinity' || NUMERIC_RE.test(text)) return text
+  throw malformed('numeric', excerpt(text))
+}
+
+// ---- text-like ----
+
+const utf8Binary: BinaryDecoderFn = (b, s, e) => utf8Text(b, s, e)
+const identity: TextDecoderFn = (text) => text
+
+function textType(name: string): ScalarType {
+  return { name, text: identity, binary: utf8Binary }
+}
+
+/** "char" is one byte; PostgreSQL prints byte 0 as '', ASCII as itself and others as an octal escape. */
+function charBinary(b: Uint8Array, s: number, e: number): string {
+  needLength('"char"', s, e, 1)
+  const c = b[s]!
+  if (c === 0) return ''
+  if (c < 0x80) return String.fromCharCode(c)
+  return '\\' + c.toString(8).padStart(3, '0')
+}
+
+// ---- bytea ----
+
+function byteaText(text: string): Uint8Array {
+  if (text.startsWith('\\x')) {
+    const n = text.length - 2
+    if (n % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(text.slice(2))) throw malformed('bytea', excerpt(text))
+    const out = new Uint8Array(n / 2)
+    for (let i = 0; i < out.length; i++) out[i] = parseInt(text.substr(2 + 2 * i, 2), 16)
+    return out
+  }
+  // bytea_output = escape: printable ASCII as itself, '\\' for a backslash, '\ooo' for the rest.
+  const out: number[] = []
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c >= 0x80) throw malformed('bytea', 'a non-ASCII character in escape format')
+    if (c !== 0x5c) {
+      out.push(c)
+      continue
+    }
+    if (text[i + 1] === '\\') {
+      out.push(0x5c)
+      i++
+      continue
+    }
+    const oct = text.slice(i + 1, i + 4)
+    if (!/^[0-3][0-7]{2}$/.test(oct)) throw malformed('bytea', excerpt(text))
+    out.push(parseInt(oct, 8))
+    i += 3
+  }
+  return Uint8Array.from(out)
+}
+
+/**
+ * A copy of b[s, e) as a plain Uint8Array. Not b.slice(): on a Node Buffer
+ * that gives a view of the chunk (keeping all of it alive, and changing with
+ * it), and any slice() keeps the Buffer subclass.
+ */
+export function copyBytes(b: Uint8Array, s: number, e: number): Uint8Array {
+  const out = new Uint8Array(e - s)
+  out.set(b.subarray(s, e))
+  return out
+}
+
+// ---- uuid ----
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+function uuidBinary(b: Uint8Array, s: number, e: number): string {
+  needLength('uuid', s, e, 16)
+  const h = hexOf(b, s, e)
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
+}
+
+// ---- json ----
+
+function parseJson(what: string, text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw malformed(what, `not JSON: ${excerpt(text)}`)
+  }
+}
+
+// ---- date and time ----
+
+const I32_MAX = 2147483647
+const I32_MIN = -2147483648
+const I64_MAX = 2n ** 63n - 1n
+const I64_MIN = -(2n ** 63n)
+const US_PER_DAY_N = BigInt(US_PER_DAY)
+/** First day past timestamp's range, 294277-01-01, and the first day of it, 4714-11-24 BC. */
+const TIMESTAMP_END_DAY = 106_751_983
+const FIRST_DAY = -2_451_545
+/** First day past date's range, 5874898-01-01. */
+const DATE_END_DAY = 2_145_031_949
+
+function dateType(o: ResolvedTypeOptions): ScalarType {
+  const out = (day: number): unknown => {
+    if (day === Infinity || day === -Infinity) return o.dates === 'date' ? day : day > 0 ? 'infinity' : '-infinity'
+    return o.dates === 'date' ? toDate(day, 0, `date ${dateText(day)}`) : dateText(day)
+  }
+  return {
+    name: 'date',
+    text: (text) => {
+      const day = parseDateText(text)
+      return o.dates === 'string' ? text : out(day)
+    },
+    binary: (b, s, e) => {
+      needLength('date', s, e, 4)
+      const day = readI32(b, s)
+      if (day === I32_MAX) return out(Infinity)
+      if (day === I32_MIN) return out(-Infinity)
+      if (day < FIRST_DAY || day >= DATE_END_DAY) throw malformed('date', `day ${day} is out of range`)
+      return out(day)
+    },
+  }
+}
+
+function timestampType(zoned: boolean, o: ResolvedTypeOptions): ScalarType {
+  const name = zoned ? 'timestamptz' : 'timestamp'
+  const out = (day: number, us: number): unknown => {
+    if (day === Infinity || day === -Infinity) {
+      return o.timestamps === 'string' ? (day > 0 ? 'infinity' : '-infinity') : day
+    }
+    const text = dateText(day, 'T' + timeText(us) + (zoned ? 'Z' : ''))
+    return o.timestamps === 'string' ? text : toDate(day, us, `${name} ${text}`)
+  }
+  return {
+    name,
+    text: (text) => {
+      const [day, us] = parseTimestampText(text, zoned)
+      return out(day, us)
+    },
+    binary: (b, s, e) => {
+      needLength(name, s, e, 8)
+      const v = readI64(b, s)
+      if (v === I64_MAX) return out(Infinity, 0)
+      if (v === I64_MIN) return out(-Infinity, 0)
+      let day = v / US_PER_DAY_N
+      let us = v - day * US_PER_DAY_N
+      // BigInt division truncates: step back a day for times before 2000.
+      if (us < 0n) {
+        us += US_PER_DAY_N
+        day -= 1n
+      }
+      if (day < FIRST_DAY || day >= TIMESTAMP_END_DAY) throw malformed(name, `${v} µs from 2000-01-01 is out of range`)
+      return out(Number(day), Number(us))
+    },
+  }
+}
+
+function timeBinary(b: Uint8Array, s: number): string {
+  const us = readI64(b, s)
+  if (us < 0n || us > US_PER_DAY_N) throw malformed('time', `${us} µs is not a time of day`)
+  return timeText(Number(us))
+}
+
+const timeType: ScalarType = {
+  name: 'time',
+  text: (text) => checkTimeText(text, false),
+  binary: (b, s, e) => {
+    needLength('time', s, e, 8)
+    return timeBinary(b, s)
+  },
+}
+
+const timetzType: ScalarType = {
+  name: 'timetz',
+  text: (text) => checkTimeText(text, true),
+  binary: (b, s, e) => {
+    needLength('timetz', s, e, 12)
+    // The zone is stored in seconds west of UTC; it is printed as an offset east.
+    const west = readI32(b, s + 8)
+    if (west > 15 * 3600 + 59 * 60 + 59 || west < -(15 * 3600 + 59 * 60 + 59)) throw malformed('timetz', `zone offset ${west} s`)
+    return timeBinary(b, s) + offsetText(-west)
+  },
+}
+
+const intervalType: ScalarType = {
+  name: 'interval',
+  text: parseIntervalText,
+  binary: (b, s, e) => {
+    needLength('interval', s, e, 16)
+    return intervalOf(readI64(b, s), readI32(b, s + 8), readI32(b, s + 12))
+  },
+}
+
+/** Every scalar type decoded, by OID, for one set of options. */
+export function scalarTypes(o: ResolvedTypeOptions): Map<number, ScalarType> {
+  const numericOut = o.numeric === 'number' ? Number : (t: string) => t
+  const types: ScalarType[] = [
+    {
+      name: 'bool',
+      text: (text) => {
+        if (text === 't') return true
+        if (text === 'f') return false
+        throw malformed('bool', excerpt(text))
+      },
+      binary: (b, s, e) => {
+        needLength('bool', s, e, 1)
+        if (b[s]! > 1) throw malformed('bool', `byte ${b[s]}`)
+        return b[s] === 1
+      },
+    },
+    { name: 'bytea', text: byteaText, binary: copyBytes },
+    { name: 'char', text: identity, binary: charBinary },
+    textType('name'),
+    int8Type(o),
+    {
+      name: 'int2',
+      text: textInteger('int2', -32768, 32767),
+      binary: (b, s, e) => {
+        needLength('int2', s, e, 2)
+        return readI16(b, s)
+      },
+    },
+    {
+      name: 'int4',
+      text: textInteger('int4', I32_MIN, I32_MAX),
+      binary: (b, s, e) => {
+        needLength('int4', s, e, 4)
+        return readI32(b, s)
+      },
+    },
+    textType('text'),
+    {
+      name: 'oid',
+      text: textInteger('oid', 0, 4294967295),
+      binary: (b, s, e) => {
+        needLength('oid', s, e, 4)
+        return readU32(b, s)
+      },
+    },
+    { name: 'json', text: (text) => parseJson('json', text), binary: (b, s, e) => parseJson('json', utf8Text(b, s, e)) },
+    {
+      name: 'float4',
+      // The float4 nearest to the printed digits, the value binary gives too.
+      text: (text) => Math.fround(parseFloatText('float4', text)),
+      binary: (b, s, e) => {
+        needLength('float4', s, e, 4)
+        return readF32(b, s)
+      },
+    },
+    {
+      name: 'float8',
+      text: (text) => parseFloatText('float8', text),
+      binary: (b, s, e) => {
+        needLength('float8', s, e, 8)
+        return readF64(b, s)
+      },
+    },
+    textType('bpchar'),
+    textType('varchar'),
+    dateType(o),
+    timeType,
+    timestampType(false, o),
+    timestampType(true, o),
+    intervalType,
+    timetzType,
+    { name: 'numeric', text: (text) => numericOut(checkNumericText(text)), binary: (b, s, e) => numericOut(numericText(b, s, e)) },
+    {
+      name: 'uuid',
+      text: (text) => {
+        if (!UUID_RE.test(text)) throw malformed('uuid', excerpt(text))
+        return text
+      },
+      binary: uuidBinary,
+    },
+    {
+      name: 'jsonb',
+      text: (text) => parseJson('jsonb', text),
+      binary: (b, s, e) => {
+        if (e - s < 1 || b[s] !== 1) throw malformed('jsonb', e - s < 1 ? 'empty' : `unknown format version ${b[s]}`)
+        return parseJson('jsonb', utf8Text(b, s + 1, e))
+      },
+    },
+  ]
+  const oids = [16, 17, 18, 19, 20, 21, 23, 25, 26, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186, 1266, 1700, 2950, 3802]
+  return new Map(oids.map((oid, i) => [oid, types[i]!]))
+}
