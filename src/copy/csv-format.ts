@@ -1,0 +1,303 @@
+import { ProtocolError } from '../errors.js'
+import type { Writer } from '../protocol/writer.js'
+import type { TypeCatalog } from '../types/catalog.js'
+import type { Codec, Decoder } from '../types/codec.js'
+import type { TypeView } from '../types/view.js'
+import { IncrementalDecoder, type CopyEncoder } from './incremental.js'
+import type { ResolvedCopyOptions } from './options.js'
+import { decodeError, RowBuilder, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
+import { grown } from './text-format.js'
+
+// CSV COPY as PostgreSQL reads and writes it: fields separated by the
+// delimiter (',' by default), NULL as an unquoted empty field, the empty
+// string as "". A value holding the delimiter, the quote, a newline or a
+// carriage return is quoted, with each quote and escape character inside
+// preceded by the escape character (by default the quote itself, so quotes
+// double). Quotes may open and close anywhere in a field; a newline inside
+// quotes is data. Backslashes mean nothing, and \. alone is quoted on output
+// because older servers read it as the end of the data.
+
+const LF = 0x0a
+const CR = 0x0d
+
+export class CsvCopyEncoder implements CopyEncoder {
+  readonly format = 'csv' as const
+  rowCount = 0
+  private readonly reader: RowReader
+  private readonly codecs: readonly Codec[]
+  private readonly typeNames: readonly string[]
+  private readonly delimiter: number
+  private readonly quote: number
+  private readonly escape: number
+
+  /** `catalog` supplies the codecs (text forms do not depend on type options). */
+  constructor(columns: readonly CopyColumn[], catalog: TypeCatalog, options: ResolvedCopyOptions) {
+    const view = catalog.view()
+    this.reader = new RowReader(columns)
+    this.codecs = columns.map((c) => view.codec(c.typeOid))
+    this.typeNames = columns.map((c) => typeLabel(view, c.typeOid))
+    this.delimiter = options.delimiter
+    this.quote = options.quote
+    this.escape = options.escape
+  }
+
+  writeHeader(_w: Writer): void {}
+  writeTrailer(_w: Writer): void {}
+
+  encodeRow(w: Writer, row: CopyRow): void {
+    const n = this.rowCount + 1
+    const reader = this.reader
+    const isArray = reader.isArray(row, n)
+    const codecs = this.codecs
+    const mark = w.length
+    let i = 0
+    try {
+      for (; i < codecs.length; i++) {
+        if (i > 0) w.u8(this.delimiter)
+        const v = isArray ? (row as readonly unknown[])[i] : reader.objectValue(row as Readonly<Record<string, unknown>>, i)
+        if (v !== null && v !== undefined) this.field(w, codecs[i]!.encodeText(v))
+      }
+      w.u8(LF)
+    } catch (err) {
+      w.truncate(mark)
+      throw valueError(err, n, reader.names[i]!, this.typeNames[i]!)
+    }
+    this.rowCount = n
+  }
+
+  /** Writes a non-null value, then quotes it in place when it needs quotes (every special byte is ASCII). */
+  private field(w: Writer, s: string): void {
+    const q = this.quote
+    if (s.length === 0) {
+      w.u8(q)
+      w.u8(q)
+      return
+    }
+    const n = w.str(s)
+    const d = this.delimiter
+    let buf = w.buf
+    const end = w.pos
+    const start = end - n
+    let p = start
+    for (; p < end; p++) {
+      const c = buf[p]!
+      if (c === d || c === q || c === LF || c === CR) break
+    }
+    if (p === end && !(n === 2 && buf[start] === 0x5c && buf[start + 1] === 0x2e)) return
+    const value = buf.slice(start, end)
+    const e = this.escape
+    w.truncate(w.length - n)
+    w.ensure(n * 2 + 2)
+    buf = w.buf
+    let o = w.pos
+    buf[o++] = q
+    for (let k = 0; k < n; k++) {
+      const c = value[k]!
+      if (c === q || c === e) buf[o++] = e
+      buf[o++] = c
+    }
+    buf[o++] = q
+    w.pos = o
+  }
+}
+
+export class CsvCopyDecoder extends IncrementalDecoder {
+  readonly format = 'csv' as const
+  private readonly count: number
+  private readonly decoders: readonly Decoder[]
+  private readonly names: readonly string[]
+  private readonly typeNames: readonly string[]
+  private readonly rows: RowBuilder
+  private readonly delimiter: number
+  private readonly quote: number
+  private readonly escape: number
+  /** Where to resume looking for the end of a row carried over (relative to its start), and whether that point is inside quotes. */
+  private scanFrom = 0
+  private scanQuoted = false
+  private scratch: Uint8Array = new Uint8Array(256)
+
+  constructor(columns: readonly CopyColumn[], view: TypeView, options: ResolvedCopyOptions, rowMode: 'array' | 'object' = 'object') {
+    super()
+    this.rows = new RowBuilder(columns, rowMode)
+    this.count = columns.length
+    this.names = columns.map((c) => c.name)
+    this.typeNames = columns.map((c) => typeLabel(view, c.typeOid))
+    this.decoders = columns.map((c) => view.codec(c.typeOid).decodeText)
+    this.delimiter = options.delimiter
+    this.quote = options.quote
+    this.escape = options.escape
+  }
+
+  protected consume(buf: Uint8Array, p: number, end: number, out: unknown[]): number {
+    while (p < end) {
+      const lf = this.rowEnd(buf, p, end)
+      if (lf < 0) return p
+      this.row(buf, p, lf, out)
+      p = lf + 1
+    }
+    return p
+  }
+
+  /** The newline outside quotes ending the row that starts at p, or -1 when it has not arrived. */
+  private rowEnd(buf: Uint8Array, p: number, end: number): number {
+    const q = this.quote
+    const e = this.escape
+    let i = p + this.scanFrom
+    let quoted = this.scanQuoted
+    while (i < end) {
+      const c = buf[i]!
+      if (quoted) {
+        if (c === e && e !== q) {
+          // The escape makes a following quote or escape literal; undecidable until that byte arrives.
+          if (i + 1 >= end) break
+          const x = buf[i + 1]
+          i += x === q || x === e ? 2 : 1
+          continue
+        }
+        if (c === q) quoted = false
+        i++
+      } else if (c === LF) {
+        this.scanFrom = 0
+        this.scanQuoted = false
+        return i
+      } else {
+        if (c === q) quoted = true
+        i++
+      }
+    }
+    this.scanFrom = i - p
+    this.scanQuoted = quoted
+    return -1
+  }
+
+  private row(buf: Uint8Array, s: number, e: number, out: unknown[]): void {
+    const n = this.rowCount + 1
+    const rows = this.rows
+    const row = rows.start()
+    const decoders = this.decoders
+    const d = this.delimiter
+    const q = this.quote
+    const count = this.count
+    let i = 0
+    let p = s
+    if (count === 0) {
+      if (e !== s) throw this.fieldCount(n, 1)
+    } else {
+      try {
+        for (;;) {
+          if (i === count) throw this.fieldCount(n, i + 1)
+          let next: number
+          let v: unknown
+          // The common shapes decode straight from the payload: an unquoted field, or one quoted section with no escapes.
+          const first = p < e ? buf[p] : -1
+          if (first === q) {
+            const close = this.simpleQuoted(buf, p + 1, e)
+            if (close >= 0) {
+              v = decoders[i]!(buf, p + 1, close)
+              next = close + 1
+            } else next = this.complex(buf, p, e, n)
+          } else {
+            let k = p
+            while (k < e) {
+              const c = buf[k]!
+              if (c === d || c === q || c === CR) break
+              k++
+            }
+            if (k < e && buf[k] !== d) next = this.complex(buf, p, e, n)
+            else {
+              v = k === p ? null : decoders[i]!(buf, p, k)
+              next = k
+            }
+          }
+          if (next < 0) {
+            // complex() left the value in the scratch buffer: -2 - its length, or NULL.
+            v = next === -1 ? null : decoders[i]!(this.scratch, 0, -2 - next)
+            next = this.complexEnd
+          }
+          rows.put(row, i, v)
+          i++
+          if (next >= e) break
+          p = next + 1
+        }
+      } catch (err) {
+        throw decodeError(err, n, this.names[Math.min(i, count - 1)]!, this.typeNames[Math.min(i, count - 1)]!)
+      }
+      if (i !== count) throw this.fieldCount(n, i)
+    }
+    this.rowCount = n
+    out.push(row)
+  }
+
+  /**
+   * For a field opening with a quote at p - 1: the closing quote's position
+   * when the field is that one quoted section without escapes, followed by a
+   * delimiter or the row end; -1 for anything else.
+   */
+  private simpleQuoted(buf: Uint8Array, p: number, e: number): number {
+    const q = this.quote
+    const x = this.escape
+    for (; p < e; p++) {
+      const c = buf[p]!
+      if (c === q) return p + 1 === e || buf[p + 1] === this.delimiter ? p : -1
+      if (c === x) return -1
+    }
+    return -1
+  }
+
+  /** Where complex() stopped: the delimiter or row end after the field. */
+  private complexEnd = 0
+
+  /**
+   * Reads any field from p by PostgreSQL's rules into the scratch buffer.
+   * Returns -1 for NULL (unquoted and empty), else -2 - the value's length;
+   * sets complexEnd.
+   */
+  private complex(buf: Uint8Array, p: number, e: number, rowNumber: number): number {
+    const out = (this.scratch = grown(this.scratch, e - p))
+    const d = this.delimiter
+    const q = this.quote
+    const x = this.escape
+    let o = 0
+    let quoted = false
+    let sawQuote = false
+    while (p < e) {
+      const c = buf[p]!
+      if (!quoted) {
+        if (c === d) break
+        if (c === q) {
+          quoted = sawQuote = true
+          p++
+          continue
+        }
+        if (c === CR) throw new ProtocolError(`malformed COPY csv data: row ${rowNumber} holds an unquoted carriage return`)
+        out[o++] = c
+        p++
+      } else {
+        if (c === x && p + 1 < e) {
+          const y = buf[p + 1]!
+          if (y === q || y === x) {
+            out[o++] = y
+            p += 2
+            continue
+          }
+        }
+        if (c === q) quoted = false
+        else out[o++] = c
+        p++
+      }
+    }
+    if (quoted) throw new ProtocolError(`malformed COPY csv data: row ${rowNumber} has an unterminated quoted field`)
+    this.complexEnd = p
+    return !sawQuote && o === 0 ? -1 : -2 - o
+  }
+
+  private fieldCount(row: number, fields: number): ProtocolError {
+    return new ProtocolError(`malformed COPY csv data: row ${row} has ${fields === this.count + 1 ? 'more than ' + this.count : fields} field${fields === 1 ? '' : 's'} where ${this.count} column${this.count === 1 ? ' was' : 's were'} expected`)
+  }
+
+  protected checkEnd(): void {
+    if (this.carried === 0) return
+    if (this.scanQuoted) throw new ProtocolError(`COPY csv data ended inside a quoted field of row ${this.rowCount + 1}`)
+    throw new ProtocolError(`COPY csv data ended in the middle of row ${this.rowCount + 1} (no final newline)`)
+  }
+}

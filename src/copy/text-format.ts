@@ -1,0 +1,292 @@
+import { ProtocolError } from '../errors.js'
+import type { Writer } from '../protocol/writer.js'
+import { utf8ReadStrict } from '../protocol/utf8.js'
+import type { TypeCatalog } from '../types/catalog.js'
+import type { Codec, Decoder } from '../types/codec.js'
+import type { TypeView } from '../types/view.js'
+import { IncrementalDecoder, type CopyEncoder } from './incremental.js'
+import type { ResolvedCopyOptions } from './options.js'
+import { decodeError, RowBuilder, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
+
+// Text COPY: one line per row, fields separated by the delimiter (tab by
+// default), \N for NULL. In a value, a backslash, a newline, a carriage return
+// and the delimiter are written backslash-escaped. Reading, a backslash makes
+// the next character literal, except the escapes \b \f \n \r \t \v, octal
+// \NNN and hex \xHH; an unescaped newline ends the row (an escaped one is data).
+
+const BACKSLASH = 0x5c
+const LF = 0x0a
+const CR = 0x0d
+const TAB = 0x09
+
+/** Grows a scratch buffer to hold at least n bytes. */
+export function grown(buf: Uint8Array, n: number): Uint8Array {
+  return buf.length >= n ? buf : new Uint8Array(Math.max(n, buf.length * 2))
+}
+
+export class TextCopyEncoder implements CopyEncoder {
+  readonly format = 'text' as const
+  rowCount = 0
+  private readonly reader: RowReader
+  private readonly codecs: readonly Codec[]
+  private readonly typeNames: readonly string[]
+  private readonly delimiter: number
+
+  /** `catalog` supplies the codecs (text forms do not depend on type options). */
+  constructor(columns: readonly CopyColumn[], catalog: TypeCatalog, options: ResolvedCopyOptions) {
+    const view = catalog.view()
+    this.reader = new RowReader(columns)
+    this.codecs = columns.map((c) => view.codec(c.typeOid))
+    this.typeNames = columns.map((c) => typeLabel(view, c.typeOid))
+    this.delimiter = options.delimiter
+  }
+
+  writeHeader(_w: Writer): void {}
+  writeTrailer(_w: Writer): void {}
+
+  encodeRow(w: Writer, row: CopyRow): void {
+    const n = this.rowCount + 1
+    const reader = this.reader
+    const isArray = reader.isArray(row, n)
+    const codecs = this.codecs
+    const mark = w.length
+    let i = 0
+    try {
+      for (; i < codecs.length; i++) {
+        if (i > 0) w.u8(this.delimiter)
+        const v = isArray ? (row as readonly unknown[])[i] : reader.objectValue(row as Readonly<Record<string, unknown>>, i)
+        if (v === null || v === undefined) {
+          w.u8(BACKSLASH)
+          w.u8(0x4e) // N
+        } else this.field(w, codecs[i]!.encodeText(v))
+      }
+      w.u8(LF)
+    } catch (err) {
+      w.truncate(mark)
+      throw valueError(err, n, reader.names[i]!, this.typeNames[i]!)
+    }
+    this.rowCount = n
+  }
+
+  /** Writes a value, then escapes it in place if it holds a byte text COPY reads specially (all are ASCII, so never inside a multibyte character). */
+  private field(w: Writer, s: string): void {
+    const n = w.str(s)
+    const d = this.delimiter
+    let buf = w.buf
+    const end = w.pos
+    let p = end - n
+    for (; p < end; p++) {
+      const c = buf[p]!
+      if (c === BACKSLASH || c === LF || c === CR || c === d) break
+    }
+    if (p === end) return
+    const tail = buf.slice(p, end)
+    w.truncate(w.length - tail.length)
+    w.ensure(tail.length * 2)
+    buf = w.buf
+    let q = w.pos
+    for (let k = 0; k < tail.length; k++) {
+      const c = tail[k]!
+      if (c === BACKSLASH || c === d) {
+        buf[q++] = BACKSLASH
+        buf[q++] = c === TAB ? 0x74 /* t */ : c
+      } else if (c === LF) {
+        buf[q++] = BACKSLASH
+        buf[q++] = 0x6e // n
+      } else if (c === CR) {
+        buf[q++] = BACKSLASH
+        buf[q++] = 0x72 // r
+      } else buf[q++] = c
+    }
+    w.pos = q
+  }
+}
+
+/** The byte a one-letter escape stands for, or -1 when the letter stands for itself. */
+function escapeByte(c: number): number {
+  switch (c) {
+    case 0x62: // b
+      return 0x08
+    case 0x66: // f
+      return 0x0c
+    case 0x6e: // n
+      return LF
+    case 0x72: // r
+      return CR
+    case 0x74: // t
+      return TAB
+    case 0x76: // v
+      return 0x0b
+    default:
+      return -1
+  }
+}
+
+function hexValue(c: number | undefined): number {
+  if (c === undefined) return -1
+  if (c >= 0x30 && c <= 0x39) return c - 0x30
+  const l = c | 0x20
+  return l >= 0x61 && l <= 0x66 ? l - 0x61 + 10 : -1
+}
+
+function isOctal(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x37
+}
+
+export class TextCopyDecoder extends IncrementalDecoder {
+  readonly format = 'text' as const
+  private readonly count: number
+  private readonly decoders: readonly Decoder[]
+  private readonly names: readonly string[]
+  private readonly typeNames: readonly string[]
+  private readonly rows: RowBuilder
+  private readonly delimiter: number
+  /** Where to resume looking for the end of a row carried over, relative to its start. */
+  private scanFrom = 0
+  /** Set by the end-of-data marker \. on a line of its own. */
+  private ended = false
+  private scratch: Uint8Array = new Uint8Array(256)
+
+  constructor(columns: readonly CopyColumn[], view: TypeView, options: ResolvedCopyOptions, rowMode: 'array' | 'object' = 'object') {
+    super()
+    this.rows = new RowBuilder(columns, rowMode)
+    this.count = columns.length
+    this.names = columns.map((c) => c.name)
+    this.typeNames = columns.map((c) => typeLabel(view, c.typeOid))
+    this.decoders = columns.map((c) => view.codec(c.typeOid).decodeText)
+    this.delimiter = options.delimiter
+  }
+
+  protected consume(buf: Uint8Array, p: number, end: number, out: unknown[]): number {
+    while (p < end) {
+      if (this.ended) throw new ProtocolError('malformed COPY text data: data after the end-of-data marker \\.')
+      const lf = this.rowEnd(buf, p, end)
+      if (lf < 0) return p
+      this.row(buf, p, lf, out)
+      p = lf + 1
+    }
+    return p
+  }
+
+  /** The newline ending the row that starts at p, or -1 when it has not arrived. */
+  private rowEnd(buf: Uint8Array, p: number, end: number): number {
+    let from = p + this.scanFrom
+    for (;;) {
+      const lf = buf.indexOf(LF, from)
+      if (lf < 0 || lf >= end) {
+        this.scanFrom = end - p
+        return -1
+      }
+      // Escaped when preceded by an odd run of backslashes.
+      let b = lf
+      while (b > p && buf[b - 1] === BACKSLASH) b--
+      if (((lf - b) & 1) === 0) {
+        this.scanFrom = 0
+        return lf
+      }
+      from = lf + 1
+    }
+  }
+
+  private row(buf: Uint8Array, s: number, e: number, out: unknown[]): void {
+    if (e - s === 2 && buf[s] === BACKSLASH && buf[s + 1] === 0x2e /* . */) {
+      this.ended = true
+      return
+    }
+    const n = this.rowCount + 1
+    const rows = this.rows
+    const row = rows.start()
+    const decoders = this.decoders
+    const d = this.delimiter
+    const count = this.count
+    let i = 0
+    let p = s
+    if (count === 0) {
+      if (e !== s) throw this.fieldCount(n, 1)
+    } else {
+      try {
+        for (;;) {
+          let q = p
+          let escaped = false
+          while (q < e) {
+            const c = buf[q]!
+            if (c === d) break
+            if (c === BACKSLASH) {
+              escaped = true
+              q += 2
+            } else if (c === CR) throw new ProtocolError(`malformed COPY text data: row ${n} holds an unescaped carriage return`)
+            else q++
+          }
+          if (q > e) throw new ProtocolError(`malformed COPY text data: row ${n} ends with a lone backslash`)
+          if (i === count) throw this.fieldCount(n, i + 1)
+          let v: unknown
+          if (!escaped) v = decoders[i]!(buf, p, q)
+          else if (q - p === 2 && buf[p + 1] === 0x4e /* N */) v = null
+          else {
+            const len = this.unescape(buf, p, q, n)
+            v = decoders[i]!(this.scratch, 0, len)
+          }
+          rows.put(row, i, v)
+          i++
+          if (q >= e) break
+          p = q + 1
+        }
+      } catch (err) {
+        throw decodeError(err, n, this.names[Math.min(i, count - 1)]!, this.typeNames[Math.min(i, count - 1)]!)
+      }
+      if (i !== count) throw this.fieldCount(n, i)
+    }
+    this.rowCount = n
+    out.push(row)
+  }
+
+  private fieldCount(row: number, fields: number): ProtocolError {
+    return new ProtocolError(`malformed COPY text data: row ${row} has ${fields === this.count + 1 ? 'more than ' + this.count : fields} field${fields === 1 ? '' : 's'} where ${this.count} column${this.count === 1 ? ' was' : 's were'} expected`)
+  }
+
+  /** Undoes the escapes of the field [p, q) into the scratch buffer; returns its length. */
+  private unescape(buf: Uint8Array, p: number, q: number, rowNumber: number): number {
+    const out = (this.scratch = grown(this.scratch, q - p))
+    let o = 0
+    let numeric = false
+    while (p < q) {
+      const c = buf[p++]!
+      if (c !== BACKSLASH) {
+        out[o++] = c
+        continue
+      }
+      const x = buf[p++]!
+      if (isOctal(x)) {
+        let v = x - 0x30
+        if (p < q && isOctal(buf[p])) v = (v << 3) + (buf[p++]! - 0x30)
+        if (p < q && isOctal(buf[p])) v = (v << 3) + (buf[p++]! - 0x30)
+        out[o++] = v & 0xff
+        numeric = true
+      } else if (x === 0x78 /* x */ && p < q && hexValue(buf[p]) >= 0) {
+        let v = hexValue(buf[p++])
+        if (p < q && hexValue(buf[p]) >= 0) v = (v << 4) + hexValue(buf[p++])
+        out[o++] = v
+        numeric = true
+      } else {
+        const b = escapeByte(x)
+        out[o++] = b < 0 ? x : b
+      }
+    }
+    if (numeric) {
+      // Numeric escapes can make any byte: the result must still be text the server could have sent.
+      for (let k = 0; k < o; k++) {
+        if (out[k] === 0) throw new ProtocolError(`malformed COPY text data: row ${rowNumber} holds an escaped NUL byte`)
+      }
+      try {
+        utf8ReadStrict(out, 0, o)
+      } catch {
+        throw new ProtocolError(`malformed COPY text data: row ${rowNumber} holds escapes that are not valid UTF-8`)
+      }
+    }
+    return o
+  }
+
+  protected checkEnd(): void {
+    if (this.carried > 0) throw new ProtocolError(`COPY text data ended in the middle of row ${this.rowCount + 1} (no final newline)`)
+  }
+}
