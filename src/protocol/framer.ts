@@ -61,6 +61,28 @@ variable(Backend.FunctionCallResponse, -1)
 
 export const DEFAULT_MAX_MESSAGE_SIZE = 1024 * MiB + 64 * KiB
 
+/** Messages from this size up are registered as assembled (see isAssembledMessage). */
+const REGISTER_FROM = 1 * MiB
+const assembled = new WeakSet<ArrayBufferLike>()
+
+/**
+ * True when `buf` is a big message the framer assembled from several chunks
+ * into memory of its own: nothing else writes to that memory or reuses it
+ * once the message is handed on, so a decoder may return a view of part of it
+ * instead of a copy. Socket chunks, and buffers that code downstream assembles
+ * and reuses (a COPY row carried over between payloads), are not.
+ */
+export function isAssembledMessage(buf: Uint8Array): boolean {
+  return assembled.has(buf.buffer)
+}
+
+/** The buffer for one message of `len` bytes (after its type byte) that spans chunks. */
+function assemble(len: number): Uint8Array {
+  const msg = new Uint8Array(1 + len)
+  if (len >= REGISTER_FROM) assembled.add(msg.buffer)
+  return msg
+}
+
 export class Framer {
   /** A message that began in an earlier chunk, being assembled. */
   private partial: Uint8Array | null = null
@@ -90,7 +112,9 @@ export class Framer {
     }
     const limit = max < 0 ? this.maxMessageSize : max
     if (len > limit) {
-      throw new ProtocolError(`server sent ${backendMessageName(type)} of ${len} bytes, more than the limit of ${limit}`)
+      // Name the setting when it is the one that can be raised.
+      const which = max < 0 ? ' (maxMessageSize)' : ''
+      throw new ProtocolError(`server sent ${backendMessageName(type)} of ${len} bytes, more than the limit of ${limit}${which}`)
     }
   }
 
@@ -124,7 +148,7 @@ export class Framer {
     }
     const len = (chunk[pos + 1]! << 24) | (chunk[pos + 2]! << 16) | (chunk[pos + 3]! << 8) | chunk[pos + 4]!
     // Length was checked by the caller's loop.
-    const msg = new Uint8Array(1 + len)
+    const msg = assemble(len)
     msg.set(chunk.subarray(pos), 0)
     this.partial = msg
     this.partialFill = avail
@@ -145,7 +169,7 @@ export class Framer {
       const len = (h[1]! << 24) | (h[2]! << 16) | (h[3]! << 8) | h[4]!
       this.headerFill = 0
       this.check(type, len)
-      const msg = new Uint8Array(1 + len)
+      const msg = assemble(len)
       msg.set(h, 0)
       this.partial = msg
       this.partialFill = 5

@@ -1,11 +1,43 @@
+import { ArgumentError } from '../errors.js'
 import { utf8Length, utf8Write } from './utf8.js'
 
 // Messages are appended into one slab and handed out as views: a view given to
 // socket.write stays referenced by the runtime until the kernel takes it, so the
 // slab is never rewritten under it; the writer simply moves on past the view and
 // starts a new slab when the current one is used up.
+//
+// Sizing is about big messages as much as small ones. A long run of small
+// appends (a pipelined burst, a Bind with thousands of parameters) must stay
+// linear, so a slab that overflows grows geometrically; but doubling a message
+// that holds one 256 MiB value would reserve 512 MiB, so the extra room is
+// capped, and a single large append gets what it needs plus a little room for
+// the tail of its message (result formats, Execute, Sync), so it is written
+// once and not moved again. The price of the cap: a message of the server's
+// 1 GiB limit built from small appends moves about 8 GiB in all as it grows,
+// where doubling would move about 1 GiB.
 
 const SLAB_SIZE = 64 * 1024
+/** Most room added beyond what is needed when a slab grows. */
+const MAX_EXTRA = 64 * 1024 * 1024
+/** Least room added beyond what is needed: the tail of a message after its one big value. */
+const TAIL_ROOM = 16 * 1024
+/** Slabs that grew past this many standard slabs are not reused once their bytes are handed out. */
+const KEEP_SLABS = 4
+/** A slab with less room than this left is not worth writing into again. */
+const SLAB_RESERVE = 512
+/**
+ * Strings up to this many UTF-16 units get 3 bytes of room per unit (enough for
+ * any UTF-8 encoding) rather than an exact count; longer ones are measured, so
+ * that a huge string never reserves three times its size.
+ */
+const SHORT_STRING = 16 * 1024
+/**
+ * The longest message PostgreSQL reads (its length word included; 1 GiB minus
+ * 2 bytes). Past it the server drops the connection without a word, and past
+ * 2 GiB the length word itself would wrap: a message that large fails here
+ * instead, before anything of it is sent.
+ */
+export const MAX_FRONTEND_MESSAGE = 0x3fffffff - 1
 
 export class Writer {
   /** The current slab. */
@@ -27,26 +59,45 @@ export class Writer {
   /** Drops what was written after the first `length` untaken bytes (undoes a failed encode). */
   truncate(length: number): void {
     this.pos = this.start + length
+    // An encode that failed halfway through a huge value leaves a huge slab that
+    // take() may not see for a while (nothing is left to send): give it up now.
+    if (this.oversized() && length <= this.slabSize - SLAB_RESERVE) {
+      const kept = this.buf.subarray(this.start, this.pos)
+      this.buf = new Uint8Array(this.slabSize)
+      this.buf.set(kept)
+      this.start = 0
+      this.pos = length
+    }
   }
 
   /** Makes room for `n` more bytes, moving the untaken bytes to a new slab if needed. */
   ensure(n: number): void {
-    if (this.pos + n <= this.buf.length) return
+    if (this.pos + n > this.buf.length) this.grow(n)
+  }
+
+  // Kept out of ensure() so that the check every append makes stays small enough to inline.
+  private grow(n: number): void {
+    if (n > MAX_FRONTEND_MESSAGE) throw tooLarge('a value', n)
     const pending = this.pos - this.start
-    // Doubling keeps a long run of appends linear even when nothing is taken in between.
-    const size = Math.max(this.slabSize, (pending + n) * 2)
+    const need = pending + n
+    const size = need <= this.slabSize ? this.slabSize : need + Math.min(Math.max(pending, TAIL_ROOM), MAX_EXTRA)
     const next = new Uint8Array(size)
-    next.set(this.buf.subarray(this.start, this.pos))
+    if (pending > 0) next.set(this.buf.subarray(this.start, this.pos))
     this.buf = next
     this.start = 0
     this.pos = pending
   }
 
+  private oversized(): boolean {
+    return this.buf.length > KEEP_SLABS * this.slabSize
+  }
+
   /** Returns the bytes written since the last take() and leaves them untouched for good. */
   take(): Uint8Array {
     const out = this.buf.subarray(this.start, this.pos)
-    if (this.buf.length - this.pos < 512) {
-      // A huge one-off message left a huge slab behind: do not keep it.
+    if (this.buf.length - this.pos < SLAB_RESERVE || this.oversized()) {
+      // The view keeps the old slab alive for exactly as long as the socket
+      // needs it; after a one-off huge message the writer is back to a small one.
       this.buf = new Uint8Array(this.slabSize)
       this.pos = 0
     }
@@ -83,8 +134,9 @@ export class Writer {
 
   /** A string without terminator; returns its byte length. */
   str(s: string): number {
-    if (s.length * 3 > 65536) this.ensure(utf8Length(s))
-    else this.ensure(s.length * 3)
+    // Measuring a long string is a fast native scan, far cheaper than reserving
+    // (and, for a huge one, zeroing and keeping) three bytes per character.
+    this.ensure(s.length <= SHORT_STRING ? s.length * 3 : utf8Length(s))
     const n = utf8Write(this.buf, this.pos, s)
     this.pos += n
     return n
@@ -116,7 +168,9 @@ export class Writer {
 
   /** Fills in the length of the message whose mark is `mark`. */
   end(mark: number): void {
-    this.patch32(mark, this.pos - this.start - mark)
+    const len = this.pos - this.start - mark
+    if (len > MAX_FRONTEND_MESSAGE) throw tooLarge('a message', len)
+    this.patch32(mark, len)
   }
 
   /** Reserves room for an int32 to be filled in later; returns its mark. */
@@ -149,4 +203,8 @@ export class Writer {
     b[at + 2] = v >>> 8
     b[at + 3] = v
   }
+}
+
+function tooLarge(what: string, n: number): ArgumentError {
+  return new ArgumentError(`${what} of ${n} bytes is more than a PostgreSQL message can hold (${MAX_FRONTEND_MESSAGE} bytes, the query and all its values together)`)
 }

@@ -15,6 +15,19 @@ export const enum StatementState {
 
 const noStatements: Statement[] = []
 
+/**
+ * Query texts longer than this (in UTF-16 units) are not worth preparing: a
+ * cached statement keeps its text alive, as the cache key, for as long as it
+ * stays cached, and a text that size is rarely run twice. They run as the
+ * unnamed statement instead.
+ */
+export const MAX_CACHED_TEXT = 1024 * 1024
+
+/** True when a query text may be kept as a prepared statement's key. */
+export function cacheableText(text: string): boolean {
+  return text.length <= MAX_CACHED_TEXT
+}
+
 /** How rows of a statement are requested and decoded through one type view, as of one catalog version. */
 export interface Shape {
   readonly version: number
