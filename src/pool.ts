@@ -5,7 +5,7 @@ import type { ConnectionConfig } from './config/types.js'
 import type { Request } from './connection/request.js'
 import { ArgumentError, ConnectionError, type PgNotice } from './errors.js'
 import type { Listener, NotificationHandler } from './notify.js'
-import type { RowMode } from './query/extended-query.js'
+import type { ExtendedQuery, RowMode } from './query/extended-query.js'
 import { checkRowMode, checkTypeOptions, Queryable, type QueryDefaults } from './queryable.js'
 import { runTransaction, type Transaction, type TransactionHost, type TransactionOptions } from './transaction.js'
 import { TypeCatalog } from './types/catalog.js'
@@ -173,6 +173,18 @@ export class Pool extends Queryable {
     }
     slot.lastUsed = performance.now()
     slot.client.send(req, null)
+  }
+
+  /** A cursor gets a connection of its own, given back when it is done. */
+  protected override dispatchExclusive(req: ExtendedQuery): void {
+    this.reserve().then(
+      (reserved) => {
+        const done = (): void => void reserved.release()
+        req.promise.then(done, done)
+        reserved.send(req, null)
+      },
+      (err: unknown) => req.fail(err instanceof Error ? err : new Error(String(err)), false),
+    )
   }
 
   // --- reservations -----------------------------------------------------------

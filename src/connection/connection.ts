@@ -70,6 +70,10 @@ export class Connection implements MessageSink, RequestContext {
    * any holds it.
    */
   private readonly holders = new Set<object>()
+  /** Who asked for reading to stop (see pauseReading). */
+  private readonly pausers = new Set<object>()
+  /** Callbacks waiting for the socket to drain. */
+  private drainWaiters: (() => void)[] = []
   /** Requests to cancel on the server once they are the one the server is executing. */
   private readonly cancelTargets = new Set<Request>()
   private cancelTimer: NodeJS.Timeout | null = null
@@ -203,6 +207,26 @@ export class Connection implements MessageSink, RequestContext {
     this.flush()
   }
 
+  pauseReading(holder: object): void {
+    if (this.state === State.Closed) return
+    this.pausers.add(holder)
+    if (this.pausers.size === 1) this.socket.pause()
+  }
+
+  resumeReading(holder: object): void {
+    if (!this.pausers.delete(holder) || this.pausers.size > 0 || this.state === State.Closed) return
+    this.socket.resume()
+  }
+
+  get writable(): boolean {
+    return !this.blocked
+  }
+
+  whenWritable(fn: () => void): void {
+    if (!this.blocked || this.state === State.Closed) fn()
+    else this.drainWaiters.push(fn)
+  }
+
   releaseWriter(holder: object): void {
     if (!this.holders.delete(holder) || this.holders.size > 0) return
     this.pump()
@@ -259,6 +283,11 @@ export class Connection implements MessageSink, RequestContext {
 
   private onDrain(): void {
     this.blocked = false
+    if (this.drainWaiters.length > 0) {
+      const waiters = this.drainWaiters
+      this.drainWaiters = []
+      for (const fn of waiters) fn()
+    }
     this.pump()
   }
 
@@ -275,6 +304,8 @@ export class Connection implements MessageSink, RequestContext {
     if (this.state === State.Closed) return
     try {
       this.framer.push(chunk)
+      const head = this.inflight.peek()
+      if (head?.chunkEnd !== undefined) head.chunkEnd()
     } catch (err) {
       this.destroy(err instanceof Error ? err : new Error(String(err)))
     }
@@ -571,9 +602,12 @@ export class Connection implements MessageSink, RequestContext {
     this.state = State.Closed
     this.closeError = err
     this.holders.clear()
+    this.pausers.clear()
     this.cancelTargets.clear()
     if (this.cancelTimer !== null) clearTimeout(this.cancelTimer)
     this.socket.destroy()
+    // Writers waiting for a drain learn of the closing through their fail().
+    this.drainWaiters = []
     for (const req of this.inflight.drain()) req.fail(err, true)
     const unsent = this.pending.drain().filter((r) => r.dropped !== true)
     // A connection that never became ready reports through ready(), not as a close.

@@ -29,6 +29,12 @@ export interface Request {
   fail(err: Error, sent: boolean): void
   /** True once the request was abandoned before being written (aborted): it is skipped, not written. */
   readonly dropped?: boolean
+  /**
+   * Called after every chunk read from the socket while this request is at the
+   * head of the queue: for a request that passes the server's bytes on and
+   * gathers the messages of one chunk into one write.
+   */
+  chunkEnd?(): void
 }
 
 /** What a request may ask of the connection while it is in flight. */
@@ -58,6 +64,17 @@ export interface RequestContext {
    * request: see Connection.requestCancel.
    */
   requestCancel(req: Request): void
+  /**
+   * Stops reading from the socket until every holder has resumed: a consumer
+   * that cannot keep up makes the server wait (TCP flow control) instead of
+   * the client buffering without bound. Messages already read still arrive.
+   */
+  pauseReading(holder: object): void
+  resumeReading(holder: object): void
+  /** False while the socket is backed up (writes are still taken, and buffered). */
+  readonly writable: boolean
+  /** Calls `fn` once the socket has drained, or right away if it is not backed up. */
+  whenWritable(fn: () => void): void
   /** What the owner attached to this connection (the query layer's session). */
   readonly attachment: unknown
 }

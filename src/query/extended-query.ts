@@ -1,8 +1,8 @@
-import { ArgumentError, ParameterError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import { AbortError, ArgumentError, ParameterError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
 import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
-import { writeBind, writeClose, writeCopyFail, writeDescribe, writeExecuteSync, writeFlush, writeParse, writeSync } from '../protocol/frontend.js'
+import { writeBind, writeClose, writeCopyFail, writeDescribe, writeExecute, writeExecuteSync, writeFlush, writeParse, writeSync } from '../protocol/frontend.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
 import { CodecError } from '../types/codec.js'
@@ -11,9 +11,10 @@ import { toText } from '../types/text-params.js'
 import type { TypeView } from '../types/view.js'
 import { parseCommandTag, type Result } from './result.js'
 import type { Session } from './session.js'
-import { makeShape, StatementState, type Statement } from './statement-cache.js'
+import { cacheableText, makeShape, StatementState, type Statement } from './statement-cache.js'
 import { TypedValue } from './typed.js'
 import { AbortWatch, type Abortable } from './abort.js'
+import { SinkKind, type RowSink } from './row-sink.js'
 
 export type RowMode = 'object' | 'array'
 
@@ -31,6 +32,14 @@ const BIND_DEFERRED = 4
 const SETTLED = 8
 /** Abandoned before being written: the connection skips it. */
 const DROPPED = 16
+/** Messages were written without their Sync: after an error the server skips to one, which must be sent. */
+const UNSYNCED = 32
+/** A cursor's Execute is out: its rows, then PortalSuspended or CommandComplete, are coming. */
+const EXECUTING = 64
+/** Rows of a sink that gave up (closed early, or a value failed to decode) are dropped. */
+const DISCARD = 128
+/** A cursor's Close + Sync was written. */
+const CLOSING = 256
 
 /**
  * True when some value cannot be sent as untyped text without knowing its
@@ -46,11 +55,29 @@ function needsTypes(values: readonly unknown[], declared: readonly number[]): bo
   return false
 }
 
+/** Bytes beyond this go in binary, after a describe: as text they would take twice the room (`\x` hex). */
+const MAX_TEXT_BYTEA = 64 * 1024
+
 function plainText(v: object): boolean {
-  if (v instanceof Date || v instanceof Uint8Array) return true
+  if (v instanceof Date) return true
+  if (v instanceof Uint8Array) return v.length <= MAX_TEXT_BYTEA
   if (!Array.isArray(v)) return false
   for (const e of v) if (typeof e === 'object' && e !== null && !plainText(e)) return false
   return true
+}
+
+/**
+ * Makes room for a big parameter set at once: growing the message value by
+ * value would leave a trail of ever larger discarded buffers.
+ */
+function presize(w: Writer, values: readonly unknown[]): void {
+  if (values.length < 8) return
+  let total = 0
+  for (const v of values) {
+    if (typeof v === 'string') total += v.length
+    else if (v instanceof Uint8Array) total += v.length
+  }
+  if (total > 1024 * 1024) w.ensure(total + 4 * values.length + 64)
 }
 
 /** Query text goes out as a C string: a NUL would silently cut it short. */
@@ -79,6 +106,8 @@ const enum Step {
   CopyOutDone,
   /** COPY FROM STDIN was refused with CopyFail; the server answers with an error. */
   CopyInRefused,
+  /** A cursor closed early: what is left of its batch, then CloseComplete. */
+  CursorClosing,
   /** Command complete (or failed): ReadyForQuery comes next. */
   Complete,
   /** Closing statements evicted from the cache: CloseComplete, then ReadyForQuery. */
@@ -133,6 +162,8 @@ export class ExtendedQuery implements Request, Abortable {
   private ctx: RequestContext | null = null
   /** Parameter types from this request's own ParameterDescription (describe-first only). */
   private paramTypes: number[] = noOids as number[]
+  /** Set only for a raw pass-through: see Request.chunkEnd. */
+  chunkEnd?: () => void
 
   constructor(
     readonly text: string,
@@ -142,11 +173,14 @@ export class ExtendedQuery implements Request, Abortable {
     private readonly view: TypeView,
     /** Parameter types given with typed(), or null. */
     private readonly declared: number[] | null,
+    /** Where rows go instead of into the result: stream(), cursor(), queryRaw(). */
+    private readonly sink: RowSink | null = null,
   ) {
     this.promise = new Promise((resolve, reject) => {
       this.resolve = resolve
       this.reject = reject
     })
+    if (sink !== null && sink.kind === SinkKind.Raw) this.chunkEnd = () => sink.chunkEnd()
   }
 
   /** The session of the connection this request was written on. */
@@ -181,7 +215,13 @@ export class ExtendedQuery implements Request, Abortable {
     if (this.ctx === null) {
       this.flags |= DROPPED
       this.rejectWith(err)
-    } else this.ctx.requestCancel(this)
+      return
+    }
+    if (this.sink !== null) this.flags |= DISCARD
+    // A cursor between batches has nothing running on the server to cancel
+    // (a CancelRequest would be ignored): it is simply closed.
+    if (this.sink?.kind === SinkKind.Cursor && this.step === Step.Rows && (this.flags & EXECUTING) === 0) this.closeCursor()
+    else this.ctx.requestCancel(this)
   }
 
   private rejectWith(err: Error): void {
@@ -206,7 +246,8 @@ export class ExtendedQuery implements Request, Abortable {
 
   encode(w: Writer, ctx: RequestContext): void {
     this.ctx = ctx
-    const cache = this.prepare ? this.session.statements : null
+    // A huge generated text is not worth keeping as a prepared statement, here or on the server.
+    const cache = this.prepare && cacheableText(this.text) ? this.session.statements : null
     if (cache === null) return this.encodeUnnamed(w, ctx)
 
     const declared = this.declared
@@ -220,27 +261,33 @@ export class ExtendedQuery implements Request, Abortable {
       writeDescribe(w, 'S', stmt.name)
     }
     const n = this.values.length
-    if (stmt.state === StatementState.Ready) {
+    const sink = this.sink
+    // A sink's rows are decoded as they arrive and cannot wait for a type
+    // lookup, so its statement must be described, and its types known, first.
+    const shape = stmt.state === StatementState.Ready ? stmt.shape(this.view, this.session.catalog) : null
+    if (shape !== null && (sink === null || shape.unknown.length === 0)) {
       const types = stmt.paramTypes!
       if (n !== types.length) {
         throw new ArgumentError(`the query has ${types.length} parameter${types.length === 1 ? '' : 's'} but ${n} value${n === 1 ? ' was' : 's were'} given`)
       }
-      const shape = stmt.shape(this.view, this.session.catalog)
-      this.formats = shape.resultFormats
+      const formats = sink !== null && sink.kind === SinkKind.Raw ? sink.formats(stmt.fields!) : shape.resultFormats
+      this.formats = formats
       this.plan = shape.plan
       this.planVersion = shape.version
       this.planUnknown = shape.unknown
-      writeBind(w, '', stmt.name, n, (w, i) => this.param(w, i, types[i]!), shape.resultFormats)
-    } else if (needsTypes(this.values, stmt.declaredTypes)) {
+      presize(w, this.values)
+      writeBind(w, '', stmt.name, n, (w, i) => this.param(w, i, types[i]!), formats)
+    } else if (sink !== null || needsTypes(this.values, stmt.declaredTypes)) {
       if (!created) writeDescribe(w, 'S', stmt.name)
       writeFlush(w)
-      this.flags |= DESCRIBING | BIND_DEFERRED
+      this.flags |= DESCRIBING | BIND_DEFERRED | UNSYNCED
       ctx.holdWriter(this)
     } else {
       const declaredTypes = stmt.declaredTypes
+      presize(w, this.values)
       writeBind(w, '', stmt.name, n, (w, i) => this.param(w, i, declaredTypes[i] ?? 0), noFormats)
     }
-    if ((this.flags & BIND_DEFERRED) === 0) writeExecuteSync(w)
+    if ((this.flags & BIND_DEFERRED) === 0) this.writeTail(w, ctx)
 
     // Past this point nothing can throw: commit the cache changes.
     stmt.users++
@@ -253,7 +300,9 @@ export class ExtendedQuery implements Request, Abortable {
       this.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
     }
     // Statements evicted from the cache are closed behind this query, each with
-    // its own Sync so that a failure there concerns nobody.
+    // its own Sync so that a failure there concerns nobody. Not behind a
+    // cursor: a Sync would end its portal; the next query closes them.
+    if (sink !== null && sink.kind === SinkKind.Cursor) return
     for (const old of cache.takeEvicted()) {
       writeClose(w, 'S', old.name)
       writeSync(w)
@@ -266,16 +315,69 @@ export class ExtendedQuery implements Request, Abortable {
     const declared = this.declared ?? noOids
     writeParse(w, '', this.text, declared)
     this.step = Step.Parse
-    if (needsTypes(this.values, declared)) {
+    if (this.sink !== null || needsTypes(this.values, declared)) {
       writeDescribe(w, 'S', '')
       writeFlush(w)
-      this.flags |= DESCRIBING | BIND_DEFERRED
+      this.flags |= DESCRIBING | BIND_DEFERRED | UNSYNCED
       ctx.holdWriter(this)
       return
     }
+    presize(w, this.values)
     writeBind(w, '', '', this.values.length, (w, i) => this.param(w, i, declared[i] ?? 0), noFormats)
     writeDescribe(w, 'P', '')
     writeExecuteSync(w)
+  }
+
+  /**
+   * Execute and Sync; for a raw pass-through a Describe of the portal first
+   * (its RowDescription, with the formats, is part of what is passed on); for a
+   * cursor, Execute of one batch and Flush, the writer held until it closes.
+   */
+  private writeTail(w: Writer, ctx: RequestContext): void {
+    const sink = this.sink
+    if (sink === null) return writeExecuteSync(w)
+    if (sink.kind === SinkKind.Raw) writeDescribe(w, 'P', '')
+    if (sink.kind !== SinkKind.Cursor) return writeExecuteSync(w)
+    writeExecute(w, '', sink.batchSize)
+    writeFlush(w)
+    this.flags |= EXECUTING | UNSYNCED
+    ctx.holdWriter(this)
+  }
+
+  /** Cursor: asks for the next batch. */
+  more(): void {
+    if (this.step !== Step.Rows || (this.flags & (EXECUTING | CLOSING | SETTLED)) !== 0) return
+    this.flags |= EXECUTING
+    const size = this.sink!.batchSize
+    this.ctx!.writeNow((w) => {
+      writeExecute(w, '', size)
+      writeFlush(w)
+    })
+  }
+
+  /**
+   * Cursor: closes the portal before its end. Close goes right behind an
+   * Execute still running; its rows are dropped.
+   */
+  closeCursor(): void {
+    if ((this.flags & (CLOSING | SETTLED)) !== 0) return
+    if (this.ctx === null) {
+      // Not written yet: it never will be.
+      this.abort(new AbortError('the cursor was closed before it was read'))
+      return
+    }
+    if (this.step >= Step.CursorClosing) return
+    this.flags |= CLOSING | DISCARD
+    // Still being described: bindDescribed() ends it with a Sync instead of a Bind.
+    if ((this.flags & BIND_DEFERRED) !== 0) return
+    this.flags &= ~UNSYNCED
+    const ctx = this.ctx
+    ctx.writeNow((w) => {
+      writeClose(w, 'P', '')
+      writeSync(w)
+    })
+    if ((this.flags & EXECUTING) === 0) this.step = Step.CursorClosing
+    ctx.releaseWriter(this)
   }
 
   /**
@@ -285,30 +387,41 @@ export class ExtendedQuery implements Request, Abortable {
    */
   private bindDescribed(fields: FieldDescription[], paramTypes: number[]): void {
     const ctx = this.ctx!
-    this.flags &= ~BIND_DEFERRED
+    this.flags &= ~(BIND_DEFERRED | UNSYNCED)
     const n = this.values.length
     const name = this.stmt?.name ?? ''
+    const sink = this.sink
     try {
+      if (this.abortError !== null || (this.flags & CLOSING) !== 0) {
+        // Aborted or closed while being described: nothing was executed, nothing will be.
+        ctx.writeNow(writeSync)
+        this.step = Step.Complete
+        return
+      }
       if (n !== paramTypes.length) {
         throw new ArgumentError(`the query has ${paramTypes.length} parameter${paramTypes.length === 1 ? '' : 's'} but ${n} value${n === 1 ? ' was' : 's were'} given`)
       }
       const shape = this.stmt !== null ? this.stmt.shape(this.view, this.session.catalog) : makeShape(fields, paramTypes, this.view, this.session.catalog)
+      const formats = sink !== null && sink.kind === SinkKind.Raw ? sink.formats(fields) : shape.resultFormats
       ctx.writeNow((w) => {
-        writeBind(w, '', name, n, (w, i) => this.param(w, i, paramTypes[i]!), shape.resultFormats)
-        writeExecuteSync(w)
+        presize(w, this.values)
+        writeBind(w, '', name, n, (w, i) => this.param(w, i, paramTypes[i]!), formats)
+        this.writeTail(w, ctx)
       })
-      this.formats = shape.resultFormats
+      this.formats = formats
       this.plan = shape.plan
       this.planVersion = shape.version
       this.planUnknown = shape.unknown
       this.step = Step.Bind
     } catch (err) {
       if (!(err instanceof ParameterError || err instanceof ArgumentError)) throw err
+      this.flags &= ~(EXECUTING | UNSYNCED)
       ctx.writeNow(writeSync)
       this.failure = err
       this.step = Step.Complete
     } finally {
-      ctx.releaseWriter(this)
+      // A cursor keeps the writer until it closes.
+      if ((this.flags & UNSYNCED) === 0) ctx.releaseWriter(this)
     }
   }
 
@@ -346,7 +459,10 @@ export class ExtendedQuery implements Request, Abortable {
   handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
     switch (type) {
       case Backend.DataRow:
-        if (this.step !== Step.Rows || this.plan === null) this.violation(type)
+        if (this.step !== Step.Rows) {
+          if (this.step === Step.CursorClosing) return false
+          this.violation(type)
+        }
         if (this.held !== null) this.held.push(copyBytes(buf, start, end))
         else this.row(buf, start, end)
         return false
@@ -362,8 +478,10 @@ export class ExtendedQuery implements Request, Abortable {
         return false
       case Backend.RowDescription:
         if (this.step === Step.StmtDesc) this.described(decodeRowDescription(buf, start, end))
-        else if (this.step === Step.PortalDesc) this.rowsBegin(decodeRowDescription(buf, start, end))
-        else this.violation(type)
+        else if (this.step === Step.PortalDesc) {
+          this.rowsBegin(decodeRowDescription(buf, start, end))
+          if (this.sink !== null && this.sink.kind === SinkKind.Raw) this.sink.message(buf, start, end)
+        } else this.violation(type)
         return false
       case Backend.NoData:
         if (this.step === Step.StmtDesc) this.described(noFields)
@@ -372,7 +490,9 @@ export class ExtendedQuery implements Request, Abortable {
         return false
       case Backend.BindComplete:
         if (this.step !== Step.Bind) this.violation(type)
-        if (this.stmt === null) {
+        // A raw pass-through described its portal: its RowDescription comes next.
+        if (this.sink !== null && this.sink.kind === SinkKind.Raw) this.step = Step.PortalDesc
+        else if (this.stmt === null) {
           if ((this.flags & DESCRIBING) !== 0) this.rowsBegin(this.fields)
           else this.step = Step.PortalDesc
         } else {
@@ -388,10 +508,19 @@ export class ExtendedQuery implements Request, Abortable {
         this.tag = decodeCommandComplete(buf, start, end)
         this.session.commandCompleted(this.tag)
         this.step = Step.Complete
+        if (this.sink !== null) this.sinkDone(buf, start, end)
         return false
       case Backend.EmptyQueryResponse:
         if (this.step !== Step.Rows) this.violation(type)
         this.step = Step.Complete
+        if (this.sink !== null) this.sinkDone(buf, start, end)
+        return false
+      case Backend.PortalSuspended:
+        if (this.step !== Step.Rows || (this.flags & EXECUTING) === 0) this.violation(type)
+        this.flags &= ~EXECUTING
+        if ((this.flags & CLOSING) !== 0) this.step = Step.CursorClosing
+        else if ((this.flags & DISCARD) !== 0) this.closeCursor()
+        else this.sink!.batch(false)
         return false
       case Backend.CopyOutResponse:
         if (this.step !== Step.Rows) this.violation(type)
@@ -409,8 +538,9 @@ export class ExtendedQuery implements Request, Abortable {
         if (this.step !== Step.Rows) this.violation(type)
         return this.refuseCopyIn()
       case Backend.CloseComplete:
-        if (this.step !== Step.CloseComplete) this.violation(type)
-        this.step = Step.CloseReady
+        if (this.step === Step.CursorClosing) this.step = Step.Complete
+        else if (this.step !== Step.CloseComplete) this.violation(type)
+        else this.step = Step.CloseReady
         return false
       case Backend.ReadyForQuery:
         return this.ready()
@@ -433,7 +563,8 @@ export class ExtendedQuery implements Request, Abortable {
       // learned first: looked up right now, ahead of everything queued (this
       // request holds the writer), then bound.
       const unknown = this.paramTypes.filter((oid) => !catalog.knows(oid))
-      if (unknown.length > 0) {
+      if (this.sink !== null) for (const f of fields) if (!catalog.knows(f.typeOid)) unknown.push(f.typeOid)
+      if (unknown.length > 0 && this.abortError === null && (this.flags & CLOSING) === 0) {
         void this.session.lookupTypesAhead(unknown, this.ctx!).then(() => {
           if (this.step === Step.Bind) this.bindDescribed(fields, this.paramTypes)
         })
@@ -450,6 +581,16 @@ export class ExtendedQuery implements Request, Abortable {
     this.fields = fields
     this.step = Step.Rows
     const catalog = this.session.catalog
+    const sink = this.sink
+    if (sink !== null) {
+      // Described and its types looked up before it was bound: nothing to hold.
+      if (sink.kind !== SinkKind.Raw && (this.plan === null || this.planVersion !== catalog.version)) {
+        this.plan = this.view.plan(fields, this.formats)
+        this.planVersion = catalog.version
+      }
+      sink.begin(fields, this.ctx!)
+      return
+    }
     if (this.plan === null) {
       // Bound before the description was known: the rows come in text.
       if (this.stmt !== null) {
@@ -475,6 +616,7 @@ export class ExtendedQuery implements Request, Abortable {
   }
 
   private row(buf: Uint8Array, start: number, end: number): void {
+    if (this.sink !== null) return this.sinkRow(this.sink, buf, start, end)
     const plan = this.plan!
     try {
       ;(this.rows ??= []).push(this.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end))
@@ -483,6 +625,51 @@ export class ExtendedQuery implements Request, Abortable {
       // A value that fails to decode fails this query only; the stream stays in step.
       this.failure ??= err as Error
     }
+  }
+
+  private sinkRow(sink: RowSink, buf: Uint8Array, start: number, end: number): void {
+    if ((this.flags & DISCARD) !== 0) return
+    if (sink.kind === SinkKind.Raw) {
+      // Passed on undecoded, but never a row that does not fit the description.
+      const n = end - start >= 2 ? (buf[start]! << 8) | buf[start + 1]! : -1
+      if (n !== this.fields.length) throw new ProtocolError(`server sent a DataRow with ${n} columns where the RowDescription has ${this.fields.length}`)
+      sink.message(buf, start, end)
+      return
+    }
+    const plan = this.plan!
+    let row: unknown
+    try {
+      row = this.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end)
+    } catch (err) {
+      if (err instanceof ProtocolError) throw err
+      // The consumer gets this error; the rest of the result is not worth reading.
+      this.failure ??= err as Error
+      this.flags |= DISCARD
+      if (sink.kind === SinkKind.Cursor && (this.flags & EXECUTING) === 0) this.closeCursor()
+      else this.ctx!.requestCancel(this)
+      return
+    }
+    sink.row(row)
+  }
+
+  /** CommandComplete or EmptyQueryResponse of a sink's query. */
+  private sinkDone(buf: Uint8Array, start: number, end: number): void {
+    const sink = this.sink!
+    if (sink.kind === SinkKind.Raw) {
+      if ((this.flags & DISCARD) === 0) sink.message(buf, start, end)
+      return
+    }
+    if (sink.kind !== SinkKind.Cursor) return
+    // The portal is exhausted: Sync ends it, and the writer is free again.
+    this.flags &= ~(EXECUTING | UNSYNCED)
+    if ((this.flags & CLOSING) !== 0) {
+      // Close + Sync are on their way already.
+      this.step = Step.CursorClosing
+      return
+    }
+    this.ctx!.writeNow(writeSync)
+    this.ctx!.releaseWriter(this)
+    if ((this.flags & DISCARD) === 0) sink.batch(true)
   }
 
   /**
@@ -539,11 +726,18 @@ export class ExtendedQuery implements Request, Abortable {
         this.session.statements?.delete(stmt)
       }
     }
-    this.failure = err
+    const sink = this.sink
+    if (sink !== null) {
+      if (sink.kind === SinkKind.Raw && (this.flags & DISCARD) === 0) sink.error(fields)
+      // A decoding failure that made the query stop early is what the consumer gets.
+      if ((this.flags & DISCARD) === 0 || this.failure === null) this.failure = err
+      this.flags &= ~EXECUTING
+    } else this.failure = err
     this.step = Step.Complete
-    if ((this.flags & BIND_DEFERRED) !== 0) {
-      // Parse or Describe failed before we sent Sync: the server now skips to one.
-      this.flags &= ~BIND_DEFERRED
+    if ((this.flags & UNSYNCED) !== 0) {
+      // Written without a Sync yet (a statement described before it is bound,
+      // a cursor between batches): the server now skips to one.
+      this.flags &= ~(BIND_DEFERRED | UNSYNCED)
       this.ctx!.writeNow(writeSync)
       this.ctx!.releaseWriter(this)
     }
@@ -557,6 +751,8 @@ export class ExtendedQuery implements Request, Abortable {
     }
     if (this.step !== Step.Complete && this.step !== Step.CopyInRefused) this.violation(Backend.ReadyForQuery)
     this.release()
+    // A raw pass-through writes out what it gathered before its caller hears the end.
+    if (this.sink !== null && this.sink.kind === SinkKind.Raw) this.sink.chunkEnd()
     if (this.typesLookup !== null) {
       const lookup = this.typesLookup
       void lookup.then(() => this.settleHeld())

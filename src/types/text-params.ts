@@ -1,16 +1,19 @@
 import { ParameterError } from '../errors.js'
 import type { Writer } from '../protocol/writer.js'
+import { CodecError } from './codec.js'
+import { byteaHex } from './codecs/bytea.js'
 
 // Parameters in text format, for executions where the server has not yet said
 // which types it expects (the first execution of a statement, or prepare:false).
 // The server parses the text as whatever type it inferred for the parameter.
 
-const hex = '0123456789abcdef'
-
-function byteaText(b: Uint8Array): string {
-  let s = '\\x'
-  for (let i = 0; i < b.length; i++) s += hex[b[i]! >> 4]! + hex[b[i]! & 15]!
-  return s
+function byteaText(b: Uint8Array, index: number): string {
+  try {
+    return byteaHex(b)
+  } catch (err) {
+    if (err instanceof CodecError) throw new ParameterError(index, `parameter $${index}: ${err.message}`, { cause: err })
+    throw err
+  }
 }
 
 function pad(n: number, width: number): string {
@@ -63,7 +66,7 @@ export function toText(value: unknown, index: number): string | null {
     case 'object':
       if (value === null) return null
       if (value instanceof Date) return dateText(value, index)
-      if (value instanceof Uint8Array) return byteaText(value)
+      if (value instanceof Uint8Array) return byteaText(value, index)
       if (Array.isArray(value)) return boundsDecoration(value) + arrayText(value, index)
       if (ArrayBuffer.isView(value)) {
         throw new ParameterError(index, `parameter $${index} is a ${describe(value)}; only Uint8Array and Buffer can be sent as bytea`)

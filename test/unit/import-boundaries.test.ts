@@ -13,7 +13,7 @@ const here = dirname(fileURLToPath(import.meta.url))
 const root = resolve(here, '..', '..', '..')
 const src = join(root, 'src')
 
-type Layer = 'errors' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'query' | 'facade'
+type Layer = 'errors' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'facade' | 'wire'
 
 const allowedLayers: Record<Layer, Layer[]> = {
   errors: [],
@@ -22,19 +22,25 @@ const allowedLayers: Record<Layer, Layer[]> = {
   config: ['errors'],
   connection: ['errors', 'protocol', 'auth', 'config'],
   types: ['errors', 'protocol'],
-  query: ['errors', 'protocol', 'connection', 'types', 'config'],
-  facade: ['errors', 'protocol', 'auth', 'config', 'connection', 'types', 'query', 'facade'],
+  // COPY data formats: pure encoding and decoding over the type system.
+  copy: ['errors', 'protocol', 'types'],
+  query: ['errors', 'protocol', 'connection', 'types', 'config', 'wire', 'copy'],
+  facade: ['errors', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'facade', 'wire'],
+  // The browser-side parser (pipegres/wire) must load in a browser on its own.
+  wire: [],
 }
 
 const allowedNode: Record<Layer, RegExp> = {
   errors: /^$/,
   protocol: /^$/,
   types: /^$/,
+  copy: /^$/,
   auth: /^node:crypto$/,
   config: /^node:(fs|fs\/promises|os|path|net|tls)$/,
   connection: /^node:(net|tls|fs|os|path|events|crypto)$/,
   query: /^$/,
   facade: /^node:events$/,
+  wire: /^$/,
 }
 
 function layerOf(file: string): Layer {

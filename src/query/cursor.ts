@@ -1,0 +1,198 @@
+import type { RequestContext } from '../connection/request.js'
+import type { FieldDescription } from '../protocol/backend.js'
+import type { ExtendedQuery } from './extended-query.js'
+import type { Field, Row } from './result.js'
+import { SinkKind, type RowSink } from './row-sink.js'
+
+const noop = (): void => {}
+
+const enum State {
+  /** Not read yet: the query is sent on the first read(). */
+  Idle,
+  Running,
+  /** The portal is exhausted or was closed. */
+  Done,
+}
+
+/**
+ * A query's result read in batches through a portal executed with a row
+ * limit: `for await (const rows of db.cursor(sql, values, { batchSize: 1000 }))`.
+ * The next batch is asked for while the current one is being used, so at most
+ * two are in memory. The portal lives on its connection until it is exhausted
+ * or closed, and nothing else is sent on that connection meanwhile: queries
+ * issued in between wait (on a pool, they go to other connections).
+ */
+export class Cursor<R = Row> implements AsyncIterable<R[]>, RowSink {
+  readonly kind = SinkKind.Cursor
+  /** The result columns, once the first batch has arrived. */
+  fields: Field[] = []
+  /** The command tag's command ('SELECT'), once the portal is exhausted. */
+  command = ''
+  /** Rows read in all, once the portal is exhausted (null for a command that reports no count). */
+  rowCount: number | null = null
+  private state = State.Idle
+  private current: R[] = []
+  /** Complete batches not read yet (at most one). */
+  private ready: R[][] = []
+  private last = false
+  private waiter: { resolve: (rows: R[]) => void; reject: (e: Error) => void } | null = null
+  private req: ExtendedQuery | null = null
+  private send: ((req: ExtendedQuery) => void) | null = null
+  private failure: Error | null = null
+  private total = 0
+
+  constructor(readonly batchSize: number) {}
+
+  /** @internal */
+  bind(req: ExtendedQuery | null, send: (req: ExtendedQuery) => void, error: Error | null): void {
+    this.req = req
+    this.send = send
+    this.failure = error
+    req?.promise.catch(noop)
+  }
+
+  /** The next batch of rows; an empty array once every row has been read. */
+  read(): Promise<R[]> {
+    // Reads overlapping one another are served in order.
+    if (this.waiter !== null) return this.reading.then(() => this.read())
+    const p = this.readOne()
+    this.reading = p.then(noop, noop)
+    return p
+  }
+
+  private reading: Promise<void> = Promise.resolve()
+
+  private readOne(): Promise<R[]> {
+    const batch = this.ready.shift()
+    if (batch !== undefined) {
+      // The one in hand is being used: fetch the next meanwhile.
+      if (!this.last) this.req!.more()
+      return Promise.resolve(batch)
+    }
+    if (this.state === State.Idle) {
+      this.start()
+      if (this.failure !== null) return Promise.reject(this.failure)
+    }
+    // The query already failed (the connection was lost between reads, say).
+    if (this.failure !== null) return Promise.reject(this.failure)
+    if (this.state === State.Done || this.last) return this.finished()
+    this.req!.more()
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject }
+    })
+  }
+
+  /**
+   * Closes the portal (if it is still open) and resolves once the connection
+   * is free again. Rows of a batch still on its way are dropped.
+   */
+  async close(): Promise<void> {
+    const req = this.req
+    if (this.state === State.Idle) {
+      this.state = State.Done
+      // Never sent: nothing on the server to close; its watch is let go.
+      req?.abort(new Error('cursor closed before it was read'))
+      return
+    }
+    this.state = State.Done
+    this.ready = []
+    this.current = []
+    if (req === null) return
+    req.closeCursor()
+    await req.promise.then(noop, noop)
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<R[]> {
+    return {
+      next: async () => {
+        const rows = await this.read()
+        return rows.length > 0 ? { value: rows, done: false } : { value: undefined, done: true }
+      },
+      return: async () => {
+        await this.close()
+        return { value: undefined, done: true }
+      },
+    }
+  }
+
+  private start(): void {
+    const req = this.req
+    if (req === null) {
+      this.state = State.Done
+      return
+    }
+    this.state = State.Running
+    req.promise.then(
+      (result) => {
+        this.fields = result.fields
+        this.command = result.command
+        // The tag counts only the last Execute's rows.
+        this.rowCount = result.rowCount === null ? null : this.total
+        this.settleWaiter()
+      },
+      (err: Error) => {
+        if (this.failure === null && this.state === State.Running) this.failure = err
+        this.ready = []
+        this.settleWaiter()
+      },
+    )
+    if (!req.dropped) this.send!(req)
+  }
+
+  /** After the last batch: waits for the query's end, so a failure at its very end is not missed. */
+  private finished(): Promise<R[]> {
+    const req = this.req
+    if (req === null || this.state === State.Idle) return Promise.resolve([])
+    return req.promise.then(
+      () => [],
+      (err: Error) => {
+        if (this.state === State.Done && this.failure === null) return []
+        throw this.failure ?? err
+      },
+    )
+  }
+
+  private settleWaiter(): void {
+    const w = this.waiter
+    if (w === null) return
+    this.waiter = null
+    if (this.failure !== null) w.reject(this.failure)
+    else w.resolve([])
+  }
+
+  // --- RowSink ----------------------------------------------------------------
+
+  formats(): number[] {
+    return []
+  }
+
+  begin(fields: FieldDescription[], _ctx: RequestContext): void {
+    this.fields = fields
+  }
+
+  row(row: unknown): void {
+    this.current.push(row as R)
+    this.total++
+  }
+
+  batch(last: boolean): void {
+    const rows = this.current
+    this.current = []
+    if (last) this.last = true
+    if (this.state !== State.Running) return
+    const w = this.waiter
+    if (w !== null && rows.length > 0) {
+      this.waiter = null
+      w.resolve(rows)
+      // Handed straight to a reader: fetch the next while it is used.
+      if (!last) this.req!.more()
+      return
+    }
+    if (rows.length > 0) this.ready.push(rows)
+    // The last batch was empty: a waiting reader learns of the end when the query settles.
+  }
+
+  message(): void {}
+  error(): void {}
+  chunkEnd(): void {}
+}

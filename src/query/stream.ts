@@ -1,0 +1,188 @@
+import type { Request, RequestContext } from '../connection/request.js'
+import { AbortError } from '../errors.js'
+import type { FieldDescription } from '../protocol/backend.js'
+import type { ExtendedQuery } from './extended-query.js'
+import type { Field, Row } from './result.js'
+import { SinkKind, type RowSink } from './row-sink.js'
+
+const noop = (): void => {}
+
+const enum State {
+  /** Not iterated yet: the query is sent on the first next(). */
+  Idle,
+  Running,
+  /** The query completed; rows may still be queued. */
+  Ended,
+  Failed,
+  /** The consumer stopped early (break, return()). */
+  Closed,
+}
+
+/**
+ * The rows of one query as an async iterable: `for await (const row of
+ * db.stream(sql, values))`. Rows are handed over as they arrive; when more
+ * than `highWaterMark` wait unread, the connection stops reading from the
+ * socket, so the server is held back by TCP flow control and memory stays flat
+ * however large the result. Leaving the loop early cancels the query.
+ */
+export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R>, RowSink {
+  readonly kind = SinkKind.Stream
+  readonly batchSize = 0
+  /** The result columns, once the first row (or the end) has arrived. */
+  fields: Field[] = []
+  /** The command tag's command ('SELECT'), once the stream has ended. */
+  command = ''
+  /** Rows the server reported, once the stream has ended. */
+  rowCount: number | null = null
+  private state = State.Idle
+  private queue: R[] = []
+  private head = 0
+  private waiter: { resolve: (r: IteratorResult<R>) => void; reject: (e: Error) => void } | null = null
+  private failure: Error | null = null
+  private ctx: RequestContext | null = null
+  private paused = false
+  private req: ExtendedQuery | null = null
+  private send: ((req: Request) => void) | null = null
+
+  constructor(private readonly highWaterMark: number) {}
+
+  /** @internal The request to send on the first next(), and how; or the error to report there. */
+  bind(req: ExtendedQuery | null, send: (req: Request) => void, error: Error | null): void {
+    this.req = req
+    this.send = send
+    this.failure = error
+    // Its timeout may fire before the stream is ever iterated.
+    req?.promise.catch(noop)
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this
+  }
+
+  next(): Promise<IteratorResult<R>> {
+    if (this.head < this.queue.length) {
+      const value = this.queue[this.head++]!
+      if (this.head === this.queue.length) {
+        this.queue = []
+        this.head = 0
+      }
+      if (this.paused && this.queue.length - this.head <= this.highWaterMark >> 1) this.resume()
+      return Promise.resolve({ value, done: false })
+    }
+    switch (this.state) {
+      case State.Idle:
+        this.start()
+        // The request may have failed at once (bad arguments, aborted signal).
+        if ((this.state as State) === State.Failed) return this.next()
+        break
+      case State.Failed: {
+        const err = this.failure!
+        this.state = State.Closed
+        return Promise.reject(err)
+      }
+      case State.Ended:
+      case State.Closed:
+        return Promise.resolve({ value: undefined, done: true })
+    }
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject }
+    })
+  }
+
+  /** Stops early (what `break` in a for-await loop calls): the query is cancelled, queued rows are dropped. */
+  return(): Promise<IteratorResult<R>> {
+    if (this.state === State.Running || this.state === State.Idle) {
+      this.req?.abort(new AbortError('the stream was closed before its end'))
+    }
+    this.state = State.Closed
+    this.queue = []
+    this.head = 0
+    this.resume()
+    this.finishWaiter()
+    return Promise.resolve({ value: undefined, done: true })
+  }
+
+  throw(err?: unknown): Promise<IteratorResult<R>> {
+    void err
+    return this.return()
+  }
+
+  private start(): void {
+    const req = this.req
+    if (req === null) {
+      this.state = State.Failed
+      return
+    }
+    this.state = State.Running
+    req.promise.then(
+      (result) => {
+        this.fields = result.fields
+        this.command = result.command
+        this.rowCount = result.rowCount
+        if (this.state !== State.Running) return
+        this.state = State.Ended
+        this.finishWaiter()
+      },
+      (err: Error) => {
+        if (this.state !== State.Running) return
+        this.failure = err
+        this.state = State.Failed
+        this.queue = []
+        this.head = 0
+        this.resume()
+        this.finishWaiter()
+      },
+    )
+    if (req.dropped) return
+    this.send!(req)
+  }
+
+  /** A waiting next() learns of the end or the failure. */
+  private finishWaiter(): void {
+    const w = this.waiter
+    if (w === null) return
+    this.waiter = null
+    if (this.state === State.Failed) {
+      const err = this.failure!
+      this.state = State.Closed
+      w.reject(err)
+    } else w.resolve({ value: undefined, done: true })
+  }
+
+  private resume(): void {
+    if (!this.paused) return
+    this.paused = false
+    this.ctx?.resumeReading(this)
+  }
+
+  // --- RowSink ----------------------------------------------------------------
+
+  formats(): number[] {
+    return []
+  }
+
+  begin(fields: FieldDescription[], ctx: RequestContext): void {
+    this.fields = fields
+    this.ctx = ctx
+  }
+
+  row(row: unknown): void {
+    if (this.state !== State.Running) return
+    const w = this.waiter
+    if (w !== null) {
+      this.waiter = null
+      w.resolve({ value: row as R, done: false })
+      return
+    }
+    this.queue.push(row as R)
+    if (!this.paused && this.queue.length - this.head >= this.highWaterMark) {
+      this.paused = true
+      this.ctx!.pauseReading(this)
+    }
+  }
+
+  batch(): void {}
+  message(): void {}
+  error(): void {}
+  chunkEnd(): void {}
+}
