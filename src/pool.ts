@@ -5,7 +5,7 @@ import type { ConnectionConfig } from './config/types.js'
 import type { Request } from './connection/request.js'
 import { ArgumentError, ConnectionError, type PgNotice } from './errors.js'
 import type { Listener, NotificationHandler } from './notify.js'
-import type { ExtendedQuery, RowMode } from './query/extended-query.js'
+import type { RowMode } from './query/extended-query.js'
 import { checkRowMode, checkTypeOptions, Queryable, type QueryDefaults } from './queryable.js'
 import { runTransaction, type Transaction, type TransactionHost, type TransactionOptions } from './transaction.js'
 import { TypeCatalog } from './types/catalog.js'
@@ -176,7 +176,7 @@ export class Pool extends Queryable {
   }
 
   /** A cursor gets a connection of its own, given back when it is done. */
-  protected override dispatchExclusive(req: ExtendedQuery): void {
+  protected override dispatchExclusive(req: Request & { readonly promise: Promise<unknown> }): void {
     this.reserve().then(
       (reserved) => {
         const done = (): void => void reserved.release()

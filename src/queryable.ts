@@ -1,5 +1,10 @@
 import type { Request } from './connection/request.js'
+import { CopyInStream, CopyOutStream, type CopyResult } from './copy-streams.js'
+import { CopyRowError, checkTableName, copyFromStatement, copyToStatement, createCopyDecoder, createCopyEncoder, quoteIdentifier, resolveCopyOptions, type CopyEncoder, type CopyFormatOptions, type CopyRow } from './copy/format.js'
 import { ArgumentError } from './errors.js'
+import type { Writer } from './protocol/writer.js'
+import { CopyIn, CopyOut } from './query/copy.js'
+import { CopyRowsSink } from './query/copy-rows.js'
 import { abortErrorOf } from './query/abort.js'
 import { Cursor } from './query/cursor.js'
 import { ExtendedQuery, type RowMode } from './query/extended-query.js'
@@ -65,6 +70,35 @@ export interface RawResult {
   bytes: number
 }
 
+/** Options of copyFrom() and copyTo(). The client's queryTimeout does not apply to a COPY. */
+export interface CopyOptions {
+  /** Aborts the COPY: copyFrom() sends CopyFail (the server rolls it back), copyTo() cancels it. */
+  signal?: AbortSignal
+  /** Milliseconds after which the COPY is aborted with a TimeoutError. */
+  timeout?: number
+}
+
+/** Options of copyFromRows(): the data format (binary by default) and the target columns. */
+export interface CopyFromRowsOptions extends CopyFormatOptions, CopyOptions {
+  /**
+   * The columns the rows give values for, in the order of an array row.
+   * Default: the keys of the first row if it is an object, else every column
+   * of the table that is not generated, in table order.
+   */
+  columns?: readonly string[]
+}
+
+/** Options of copyToRows(): the data format (binary by default) and how rows are built. */
+export interface CopyToRowsOptions extends CopyFormatOptions, CopyOptions {
+  rowMode?: RowMode
+  types?: TypeOptions
+  /** Rows kept unread before the connection stops reading from the server (default 1000). */
+  highWaterMark?: number
+}
+
+/** What copyFromRows() takes: arrays (a value per column) or objects (keyed by column name). */
+export type CopyRowSource = Iterable<CopyRow> | AsyncIterable<CopyRow>
+
 export interface SimpleQueryOptions {
   rowMode?: RowMode
   signal?: AbortSignal
@@ -123,6 +157,59 @@ function positiveInt(v: unknown, name: string, dflt: number): number {
 
 const noop = (): void => {}
 
+/** Rows per CopyData message are chosen to make messages of about this size. */
+const MESSAGE_BYTES = 64 * 1024
+
+function checkText(text: unknown, what: string): string {
+  if (typeof text !== 'string') throw new ArgumentError(`${what} must be a string, not ${text === null ? 'null' : typeof text}`)
+  if (text.includes('\0')) throw new ArgumentError(`${what} cannot contain a NUL character`)
+  return text
+}
+
+function copyOptions(o: CopyOptions | undefined): { signal: AbortSignal | undefined; timeout: number | undefined } {
+  if (o === undefined) return { signal: undefined, timeout: undefined }
+  if (typeof o !== 'object' || o === null) throw new ArgumentError('COPY options must be an object')
+  return { signal: checkSignal(o.signal), timeout: checkTimeout(o.timeout) }
+}
+
+function checkColumns(columns: unknown): void {
+  if (!Array.isArray(columns) || columns.length === 0) throw new ArgumentError('columns must be a non-empty array of column names')
+  for (const c of columns) quoteIdentifier(c as string)
+  if (new Set(columns).size !== columns.length) throw new ArgumentError('columns must not name a column twice')
+}
+
+function checkKeys(row: CopyRow, columns: ReadonlySet<string>, rowNumber: number): void {
+  if (Array.isArray(row) || row === null || typeof row !== 'object') return
+  for (const key in row) {
+    if (!columns.has(key) && Object.hasOwn(row, key)) {
+      throw new CopyRowError(rowNumber, key, `COPY row ${rowNumber} has a property ${JSON.stringify(key)} that the first row, whose keys are the columns, does not have; pass options.columns to name the columns`)
+    }
+  }
+}
+
+type RowIterator = {
+  next(): IteratorResult<CopyRow> | Promise<IteratorResult<CopyRow>>
+  return(): Promise<void>
+}
+
+/** One way to pull rows from an array, an iterable or an async iterable; sync sources are not awaited row by row. */
+function rowSource(rows: unknown): RowIterator {
+  if (rows !== null && typeof rows === 'object') {
+    const r = rows as Partial<Iterable<CopyRow> & AsyncIterable<CopyRow>>
+    const sync = r[Symbol.iterator]
+    if (typeof sync === 'function') {
+      const it = sync.call(rows)
+      return { next: () => it.next(), return: async () => void it.return?.() }
+    }
+    const async = r[Symbol.asyncIterator]
+    if (typeof async === 'function') {
+      const it = async.call(rows)
+      return { next: () => it.next(), return: async () => void (await it.return?.()) }
+    }
+  }
+  throw new ArgumentError('copyFromRows() takes rows as an array, an iterable or an async iterable')
+}
+
 /** Builds the request for query(); throws ArgumentError for bad arguments. */
 export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, options: QueryOptions | undefined, sink: RowSink | null = null): ExtendedQuery {
   if (typeof text !== 'string') throw new ArgumentError(`query text must be a string, not ${text === null ? 'null' : typeof text}`)
@@ -171,7 +258,7 @@ export abstract class Queryable {
    * Hands over a request that keeps its connection to itself until it is done
    * (a cursor): a pool gives it a connection of its own.
    */
-  protected dispatchExclusive(req: ExtendedQuery): void {
+  protected dispatchExclusive(req: Request & { readonly promise: Promise<unknown> }): void {
     this.dispatch(req)
   }
 
@@ -221,7 +308,7 @@ export abstract class Queryable {
       return s
     }
     try {
-      s.bind(makeQuery(this.defaults(), text, values, options, s), (req) => this.dispatch(req), null)
+      s.bind(makeQuery(this.defaults(), text, values, options, s), (req) => this.dispatchExclusive(req as ExtendedQuery), null)
     } catch (err) {
       s.bind(null, noop, err as Error)
     }
@@ -278,6 +365,200 @@ export abstract class Queryable {
     sink.attach(req)
     if (!req.dropped) this.dispatch(req)
     return req.promise.then((r) => ({ command: r.command, rowCount: r.rowCount, bytes: sink.bytes }))
+  }
+
+  /**
+   * COPY ... FROM STDIN: returns a writable stream that takes the COPY data
+   * (text, CSV or binary, as the statement says) with backpressure.
+   * `await pipeline(source, db.copyFrom('COPY t FROM STDIN (FORMAT csv)'))`
+   * resolves once the server has confirmed the COPY; `stream.result` gives
+   * its row count. Destroying the stream (or aborting) sends CopyFail.
+   * The connection runs nothing else until the COPY ends (on a pool, the
+   * COPY gets a connection of its own).
+   */
+  copyFrom(text: string, options?: CopyOptions): CopyInStream {
+    let req: CopyIn
+    try {
+      const { signal, timeout } = copyOptions(options)
+      req = new CopyIn(checkText(text, 'COPY statement'))
+      if (signal?.aborted) req.abort(abortErrorOf(signal))
+      else req.watch(signal, timeout)
+    } catch (err) {
+      req = new CopyIn('')
+      req.abort(err as Error)
+    }
+    const stream = new CopyInStream(req)
+    if (!req.dropped) this.dispatchExclusive(req)
+    return stream
+  }
+
+  /**
+   * Copies rows of JS values into `table` (a name in SQL syntax, quoted where
+   * needed): arrays with a value per column, or objects keyed by column name,
+   * from an array, an iterable or an async iterable. Values are encoded by
+   * the columns' types, in binary COPY format unless `format` says otherwise.
+   * A row that cannot be encoded rejects with a CopyRowError naming its row
+   * and column, and the COPY is rolled back.
+   */
+  async copyFromRows(table: string, rows: CopyRowSource, options?: CopyFromRowsOptions): Promise<CopyResult> {
+    checkTableName(table)
+    const { signal, timeout } = copyOptions(options)
+    resolveCopyOptions(options, 'binary')
+    if (signal?.aborted) throw abortErrorOf(signal)
+    const source = rowSource(rows)
+    let first: IteratorResult<CopyRow>
+    let columns: readonly string[]
+    let encoder: CopyEncoder
+    try {
+      first = await source.next()
+      columns = await this.copyColumns(table, options?.columns, first)
+      // Described through a stream so that types met for the first time are looked up first.
+      const described = this.stream(`SELECT ${columns.map((c) => quoteIdentifier(c)).join(', ')} FROM ${table} LIMIT 0`)
+      for await (const _ of described) void _
+      encoder = createCopyEncoder(
+        described.fields.map((f, i) => ({ name: columns[i]!, typeOid: f.typeOid })),
+        this.defaults().catalog,
+        options,
+      )
+    } catch (err) {
+      await source.return()
+      throw err
+    }
+    const req = new CopyIn(copyFromStatement(table, columns, options))
+    req.watch(signal, timeout)
+    this.dispatchExclusive(req)
+    const send = (fill: (w: Writer) => void): Promise<void> =>
+      new Promise((resolve, reject) => req.writeWith(fill, (err) => (err ? reject(err) : resolve())))
+    // Columns taken from the first row's keys: a later row with another key would lose that value.
+    const inferred = options?.columns === undefined && !first.done && !Array.isArray(first.value) ? new Set(columns) : null
+    let next = first
+    try {
+      let header = true
+      // Rows per message, adapted so that a message holds about MESSAGE_BYTES.
+      let perMessage = 64
+      while (!next.done || header) {
+        const batch: CopyRow[] = []
+        while (!next.done && batch.length < perMessage) {
+          batch.push(next.value)
+          const n = source.next()
+          next = n instanceof Promise ? await n : n
+        }
+        let bytes = 0
+        await send((w) => {
+          const mark = w.length
+          if (header) encoder.writeHeader(w)
+          for (const row of batch) {
+            if (inferred !== null) checkKeys(row, inferred, encoder.rowCount + 1)
+            encoder.encodeRow(w, row)
+          }
+          bytes = w.length - mark
+        })
+        header = false
+        if (batch.length > 0) perMessage = Math.max(1, Math.min(16384, Math.round((batch.length * MESSAGE_BYTES) / Math.max(bytes, 1))))
+        if (req.finished) break
+      }
+      if (!req.finished && encoder.format === 'binary') await send((w) => encoder.writeTrailer(w))
+    } catch (err) {
+      // A row that cannot be encoded, or a source that failed: roll the COPY back with that error.
+      if (!req.finished) req.abort(err as Error)
+      await source.return()
+      return req.promise.then(() => {
+        throw err
+      })
+    }
+    if (req.finished) await source.return()
+    await new Promise<void>((resolve) => req.end(() => resolve()))
+    const r = await req.promise
+    return { command: r.command, rowCount: r.rowCount }
+  }
+
+  private async copyColumns(table: string, given: readonly string[] | undefined, first: IteratorResult<CopyRow>): Promise<readonly string[]> {
+    if (given !== undefined) {
+      checkColumns(given)
+      return given
+    }
+    if (!first.done && first.value !== null && typeof first.value === 'object' && !Array.isArray(first.value)) {
+      const keys = Object.keys(first.value)
+      if (keys.length === 0) throw new ArgumentError('copyFromRows(): the first row is an object without keys; pass options.columns')
+      return keys
+    }
+    // The columns a COPY without a column list fills: every column but the generated ones.
+    const r = await this.query<{ attname: string }>(
+      `SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum`,
+      [table],
+    )
+    return r.rows.map((row) => row.attname)
+  }
+
+  /**
+   * COPY ... TO STDOUT: returns a readable stream of the COPY data as the
+   * server sends it (Buffers, one per chunk read from the socket). A consumer
+   * that lags stops the connection reading, so the server waits; destroying
+   * the stream early cancels the COPY.
+   */
+  copyTo(text: string, options?: CopyOptions): CopyOutStream {
+    const stream = new CopyOutStream()
+    let req: CopyOut
+    try {
+      const { signal, timeout } = copyOptions(options)
+      req = new CopyOut(checkText(text, 'COPY statement'), stream)
+      if (signal?.aborted) req.abort(abortErrorOf(signal))
+      else req.watch(signal, timeout)
+    } catch (err) {
+      req = new CopyOut('', stream)
+      req.abort(err as Error)
+    }
+    stream.attach(req)
+    if (!req.dropped) this.dispatchExclusive(req)
+    return stream
+  }
+
+  /**
+   * The rows of a query (SELECT, VALUES or TABLE), read through
+   * `COPY (query) TO STDOUT` and decoded here: binary COPY by default, or
+   * text or CSV. `for await (const row of db.copyToRows('SELECT * FROM t'))`.
+   * The query is described first (one round trip) for its column types.
+   * Iteration, backpressure and early exit work as in stream().
+   */
+  copyToRows<R = Row>(query: string, options?: CopyToRowsOptions): RowStream<R> {
+    let s: RowStream<R>
+    try {
+      s = new RowStream<R>(positiveInt(options?.highWaterMark, 'highWaterMark', 1000))
+    } catch (err) {
+      s = new RowStream<R>(1)
+      s.bind(null, noop, err as Error)
+      return s
+    }
+    try {
+      const { signal, timeout } = copyOptions(options)
+      const d = this.defaults()
+      const rowMode = options?.rowMode !== undefined ? checkRowMode(options.rowMode) : d.rowMode
+      const types = checkTypeOptions(options?.types, 'types')
+      const view = options?.types !== undefined ? d.catalog.view(types) : d.view
+      const statement = copyToStatement(query, options)
+      const body = query.replace(/[\s;]+$/, '')
+      const sink = new CopyRowsSink(s as RowStream<unknown>)
+      const req = new CopyOut(statement, sink, 'copyToRows()')
+      if (signal?.aborted) req.abort(abortErrorOf(signal))
+      else req.watch(signal, timeout)
+      const send = (): void => {
+        const described = this.stream(`SELECT * FROM (${body}\n) AS pipegres_copy LIMIT 0`, [], { types })
+        void (async () => {
+          for await (const _ of described) void _
+          const columns = described.fields.map((f) => ({ name: f.name, typeOid: f.typeOid }))
+          sink.prepare(described.fields, createCopyDecoder(columns, view, { ...options, rowMode }))
+        })().then(
+          () => {
+            if (!req.finished) this.dispatchExclusive(req)
+          },
+          (err: Error) => req.fail(err, false),
+        )
+      }
+      s.bind(req, send, null)
+    } catch (err) {
+      s.bind(null, noop, err as Error)
+    }
+    return s
   }
 
   /**

@@ -1,11 +1,16 @@
 import type { Request, RequestContext } from '../connection/request.js'
 import { AbortError } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
-import type { ExtendedQuery } from './extended-query.js'
 import type { Field, Row } from './result.js'
 import { SinkKind, type RowSink } from './row-sink.js'
 
 const noop = (): void => {}
+
+/** What a RowStream reads from: a query, or a COPY TO STDOUT whose data is decoded into rows. */
+export interface StreamRequest extends Request {
+  readonly promise: Promise<{ fields: Field[]; command: string; rowCount: number | null }>
+  abort(err: Error): void
+}
 
 const enum State {
   /** Not iterated yet: the query is sent on the first next(). */
@@ -41,13 +46,13 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R>, R
   private failure: Error | null = null
   private ctx: RequestContext | null = null
   private paused = false
-  private req: ExtendedQuery | null = null
+  private req: StreamRequest | null = null
   private send: ((req: Request) => void) | null = null
 
   constructor(private readonly highWaterMark: number) {}
 
   /** @internal The request to send on the first next(), and how; or the error to report there. */
-  bind(req: ExtendedQuery | null, send: (req: Request) => void, error: Error | null): void {
+  bind(req: StreamRequest | null, send: (req: Request) => void, error: Error | null): void {
     this.req = req
     this.send = send
     this.failure = error

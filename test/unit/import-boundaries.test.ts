@@ -39,7 +39,7 @@ const allowedNode: Record<Layer, RegExp> = {
   config: /^node:(fs|fs\/promises|os|path|net|tls)$/,
   connection: /^node:(net|tls|fs|os|path|events|crypto)$/,
   query: /^$/,
-  facade: /^node:events$/,
+  facade: /^node:(events|stream)$/,
   wire: /^$/,
 }
 

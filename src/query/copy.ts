@@ -1,0 +1,451 @@
+import type { Request, RequestContext } from '../connection/request.js'
+import { ArgumentError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import { decodeCommandComplete, decodeCopyResponse, type CopyResponse, type FieldDescription } from '../protocol/backend.js'
+import { writeCopyData, writeCopyDone, writeCopyFail, writeQuery } from '../protocol/frontend.js'
+import { Backend, Frontend, backendMessageName } from '../protocol/message-codes.js'
+import type { Writer } from '../protocol/writer.js'
+import { AbortWatch, type Abortable } from './abort.js'
+import { parseCommandTag } from './result.js'
+import type { Session } from './session.js'
+
+// COPY runs as a simple Query: after an error in copy-in mode the server drops
+// whatever CopyData, CopyDone or CopyFail still arrive, and goes back to
+// reading queries. Both requests hold the writer from their Query until their
+// ReadyForQuery, so nothing of another request can reach the server while it
+// is in copy mode (it would be taken for bad COPY data, and lost), even when
+// the statement text turns out to hold more than one COPY.
+
+/** What a COPY resolves with. */
+export interface CopyOutcome {
+  command: string
+  /** Rows copied, as the server counted them. */
+  rowCount: number
+  /** copyToRows(): the columns of the rows. */
+  fields: FieldDescription[]
+}
+
+const enum Step {
+  /** The Query is written; the server's answer to it comes next. */
+  Sent,
+  /** In copy mode (CopyInResponse or CopyOutResponse seen). */
+  Copying,
+  /** Copy-out: CopyDone seen, CommandComplete next. */
+  CopyDone,
+  /** The COPY is over (or was never one): only more statements' replies or ReadyForQuery. */
+  After,
+  Done,
+}
+
+type Done = (err?: Error | null) => void
+
+/** Shared by both directions: the promise, aborts, and what the Query's replies may be. */
+abstract class CopyRequest implements Request, Abortable {
+  readonly promise: Promise<CopyOutcome>
+  private resolve!: (r: CopyOutcome) => void
+  private reject!: (e: Error) => void
+  dropped = false
+  protected settled = false
+  protected step = Step.Sent
+  protected ctx: RequestContext | null = null
+  protected failure: Error | null = null
+  protected abortError: Error | null = null
+  private watcher: AbortWatch | null = null
+  protected rowCount = 0
+  protected command = ''
+  /** Inside the replies of a statement that returns rows (not a COPY). */
+  private rows = false
+  /** Inside a COPY TO STDOUT that this request did not ask for. */
+  private strayOut = false
+
+  constructor(readonly text: string) {
+    this.promise = new Promise((resolve, reject) => {
+      this.resolve = resolve
+      this.reject = reject
+    })
+  }
+
+  watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
+    if (signal === undefined && timeout === undefined) return
+    this.watcher = new AbortWatch(this, signal, timeout)
+  }
+
+  abstract abort(err: Error): void
+  /** What the statement was expected to be, for errors: 'COPY ... FROM STDIN'. */
+  protected abstract readonly expected: string
+  protected abstract readonly method: string
+
+  encode(w: Writer, ctx: RequestContext): void {
+    this.ctx = ctx
+    writeQuery(w, this.text)
+    ctx.holdWriter(this)
+  }
+
+  protected violation(type: number): never {
+    throw new ProtocolError(`server sent ${backendMessageName(type)} where a reply to ${this.expected} could not contain it`)
+  }
+
+  /** Replies of statements that are not this request's COPY: consumed, and the request fails. */
+  protected other(type: number, buf: Uint8Array, start: number, end: number): void {
+    switch (type) {
+      case Backend.RowDescription:
+        if (this.rows || this.strayOut) this.violation(type)
+        this.rows = true
+        this.notCopy('rows')
+        return
+      case Backend.DataRow:
+        if (!this.rows) this.violation(type)
+        return
+      case Backend.CommandComplete:
+        if (this.strayOut) this.violation(type)
+        this.rows = false
+        this.notCopy(decodeCommandComplete(buf, start, end))
+        this.step = Step.After
+        return
+      case Backend.EmptyQueryResponse:
+        if (this.rows || this.strayOut) this.violation(type)
+        this.notCopy('an empty query')
+        this.step = Step.After
+        return
+      case Backend.CopyOutResponse:
+        if (this.rows || this.strayOut) this.violation(type)
+        this.strayOut = true
+        this.notCopy('COPY TO STDOUT')
+        return
+      case Backend.CopyData:
+        if (!this.strayOut) this.violation(type)
+        return
+      case Backend.CopyDone:
+        if (!this.strayOut) this.violation(type)
+        this.strayOut = false
+        return
+      case Backend.CopyInResponse:
+        if (this.rows || this.strayOut) this.violation(type)
+        // A COPY FROM STDIN we have no data for: end it at once (nothing
+        // else can have been written since, the writer being held).
+        this.ctx!.writeNow((w) => writeCopyFail(w, `${this.method} runs one ${this.expected} statement`))
+        this.notCopy('another COPY FROM STDIN')
+        return
+      default:
+        this.violation(type)
+    }
+  }
+
+  private notCopy(what: string): void {
+    this.failure ??= new ArgumentError(`${this.method} needs exactly one ${this.expected} statement; the server answered with ${what}`)
+  }
+
+  /** Handles ReadyForQuery; returns true when it was one. */
+  protected ready(type: number): boolean {
+    if (type !== Backend.ReadyForQuery) return false
+    if (this.step === Step.Copying || this.step === Step.CopyDone || this.rows || this.strayOut) this.violation(type)
+    this.step = Step.Done
+    this.ctx?.releaseWriter(this)
+    if (this.failure !== null) this.rejectWith(this.failure)
+    else this.resolveWith({ command: this.command, rowCount: this.rowCount, fields: this.fields() })
+    return true
+  }
+
+  protected fields(): FieldDescription[] {
+    return []
+  }
+
+  abstract handle(type: number, buf: Uint8Array, start: number, end: number): boolean
+
+  error(fields: PgErrorFields): void {
+    if (this.step === Step.Done) throw new ProtocolError('server sent ErrorResponse after a COPY had completed')
+    this.failure ??= new PgError(fields)
+    // The server has left copy mode and skips the rest of the query string.
+    this.step = Step.After
+    this.rows = false
+    this.strayOut = false
+    this.stopped()
+  }
+
+  /** The server has left copy mode (an error): no more data goes out. */
+  protected stopped(): void {}
+
+  fail(err: Error, _sent: boolean): void {
+    this.ctx?.releaseWriter(this)
+    this.rejectWith(err)
+  }
+
+  protected rejectWith(err: Error): void {
+    if (this.settled) return
+    this.settled = true
+    this.watcher?.done()
+    const abort = this.abortError
+    if (abort !== null && abort !== err && abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
+    this.stopped()
+    this.reject(abort ?? err)
+  }
+
+  private resolveWith(r: CopyOutcome): void {
+    if (this.abortError !== null) return this.rejectWith(this.abortError)
+    if (this.settled) return
+    this.settled = true
+    this.watcher?.done()
+    this.resolve(r)
+  }
+
+  get finished(): boolean {
+    return this.settled
+  }
+
+  protected session(): Session {
+    return this.ctx!.attachment as Session
+  }
+
+  protected completed(buf: Uint8Array, start: number, end: number): void {
+    const tag = decodeCommandComplete(buf, start, end)
+    this.session().commandCompleted(tag)
+    const { command, rowCount } = parseCommandTag(tag)
+    this.command = command
+    this.rowCount = rowCount ?? 0
+    this.step = Step.After
+  }
+}
+
+/**
+ * COPY ... FROM STDIN: the Query, then the caller's data as CopyData messages,
+ * then CopyDone (or CopyFail to abort). Data may go out before the server's
+ * CopyInResponse: if the statement fails first, the server drops it.
+ */
+export class CopyIn extends CopyRequest {
+  protected readonly expected = 'COPY ... FROM STDIN'
+  protected readonly method = 'copyFrom()'
+  /** CopyDone or CopyFail is written (or owed, before the Query is): no more data. */
+  private ended = false
+  /** Data given before the request was written, with the callers to tell once it is. */
+  private early: { chunk: Uint8Array | null; fill: ((w: Writer) => void) | null; done: Done }[] = []
+
+  /**
+   * Sends `chunk` as one CopyData message. `done` is called once the socket
+   * can take more (backpressure), or with the error if the COPY is over.
+   */
+  write(chunk: Uint8Array, done: Done): void {
+    this.send(chunk, null, done)
+  }
+
+  /**
+   * Sends one CopyData message whose payload `fill` writes straight into the
+   * connection's buffer. If `fill` throws, nothing of it is sent and the
+   * error goes to `done`.
+   */
+  writeWith(fill: (w: Writer) => void, done: Done): void {
+    this.send(null, fill, done)
+  }
+
+  private send(chunk: Uint8Array | null, fill: ((w: Writer) => void) | null, done: Done): void {
+    if (this.ended || this.settled || this.step >= Step.After) {
+      done(this.over())
+      return
+    }
+    const ctx = this.ctx
+    if (ctx === null) {
+      this.early.push({ chunk, fill, done })
+      return
+    }
+    try {
+      ctx.writeNow((w) => (chunk !== null ? writeCopyData(w, chunk) : framed(w, fill!)))
+    } catch (err) {
+      done(err as Error)
+      return
+    }
+    ctx.whenWritable(() => done())
+  }
+
+  /** Ends the data with CopyDone; `done` is called once the server has confirmed (or refused) the COPY. */
+  end(done: Done): void {
+    if (!this.ended && !this.settled && this.step < Step.After) {
+      this.ended = true
+      if (this.ctx !== null) this.ctx.writeNow(writeCopyDone)
+    }
+    this.promise.then(
+      () => done(),
+      (e: Error) => done(e),
+    )
+  }
+
+  /** Ends the COPY with CopyFail: the server rolls it back and reports `err`'s message. Rejects with `err`. */
+  abort(err: Error): void {
+    if (this.settled || this.abortError !== null) return
+    this.abortError = err
+    if (this.ctx === null) {
+      this.dropped = true
+      this.rejectWith(err)
+      return
+    }
+    if (!this.ended && this.step < Step.After) {
+      this.ended = true
+      this.ctx.writeNow((w) => writeCopyFail(w, err.message.replaceAll('\0', ' ')))
+    } else if (this.step < Step.After) this.ctx.requestCancel(this)
+  }
+
+  override encode(w: Writer, ctx: RequestContext): void {
+    super.encode(w, ctx)
+    const early = this.early
+    this.early = []
+    for (const e of early) {
+      const mark = w.length
+      try {
+        if (e.chunk !== null) writeCopyData(w, e.chunk)
+        else framed(w, e.fill!)
+      } catch (err) {
+        // Only this message is lost; the COPY is failed with its error.
+        w.truncate(mark)
+        queueMicrotask(() => e.done(err as Error))
+        continue
+      }
+      // Told once the Query and the data are on their way, not from inside the connection's write.
+      queueMicrotask(() => ctx.whenWritable(() => e.done()))
+    }
+    // end() came first.
+    if (this.ended) writeCopyDone(w)
+  }
+
+  handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
+    switch (type) {
+      case Backend.CopyInResponse:
+        if (this.step !== Step.Sent) break
+        decodeCopyResponse(buf, start, end, 'CopyInResponse')
+        this.step = Step.Copying
+        return false
+      case Backend.CommandComplete:
+        if (this.step !== Step.Copying) break
+        if (!this.ended) throw new ProtocolError('server completed a COPY FROM STDIN before the data was ended')
+        this.completed(buf, start, end)
+        return false
+      default:
+        if (this.ready(type)) return true
+        if (this.step === Step.Copying) this.violation(type)
+    }
+    this.other(type, buf, start, end)
+    return false
+  }
+
+  protected override stopped(): void {
+    this.ended = true
+    const early = this.early
+    this.early = []
+    if (early.length > 0) {
+      const err = this.over()
+      for (const e of early) e.done(err)
+    }
+  }
+
+  private over(): Error {
+    return this.failure ?? this.abortError ?? new ArgumentError('the COPY has already ended: no more data can be written')
+  }
+}
+
+function framed(w: Writer, fill: (w: Writer) => void): void {
+  const m = w.begin(Frontend.CopyData)
+  fill(w)
+  w.end(m)
+}
+
+/** Where the data of a COPY TO STDOUT goes. */
+export interface CopyOutSink {
+  /** CopyOutResponse: data follows; `ctx` is the connection, for pausing reads. */
+  begin(response: CopyResponse, ctx: RequestContext): void
+  /** The payload of one CopyData message, [start, end) of `buf` (valid only during the call). */
+  data(buf: Uint8Array, start: number, end: number): void
+  /** The socket chunk was processed: pass on what was gathered. */
+  chunkEnd(): void
+  /** CopyDone. May throw (data that ends inside a row). */
+  end(): void
+  /** The columns, for the result. */
+  fields(): FieldDescription[]
+  /** The request settled: stop holding the socket paused. */
+  settled(): void
+}
+
+/** COPY ... TO STDOUT: the data goes to a sink as it arrives. */
+export class CopyOut extends CopyRequest {
+  protected readonly expected = 'COPY ... TO STDOUT'
+  protected readonly method: string
+
+  constructor(
+    text: string,
+    private readonly sink: CopyOutSink,
+    method = 'copyTo()',
+  ) {
+    super(text)
+    this.method = method
+    const done = (): void => sink.settled()
+    this.promise.then(done, done)
+  }
+
+  /** Cancels the COPY on the server (or drops it if it was not sent yet). */
+  abort(err: Error): void {
+    if (this.settled || this.abortError !== null) return
+    this.abortError = err
+    if (this.ctx === null) {
+      this.dropped = true
+      this.rejectWith(err)
+    } else if (this.step < Step.After) this.ctx.requestCancel(this)
+    // The rest of the data is not wanted; reading must go on for the cancel's answer.
+    this.sink.settled()
+  }
+
+  handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
+    switch (type) {
+      case Backend.CopyOutResponse:
+        if (this.step !== Step.Sent) break
+        this.step = Step.Copying
+        this.sink.begin(decodeCopyResponse(buf, start, end, 'CopyOutResponse'), this.ctx!)
+        return false
+      case Backend.CopyData:
+        if (this.step !== Step.Copying) break
+        if (this.failure === null && this.abortError === null) {
+          try {
+            this.sink.data(buf, start, end)
+          } catch (err) {
+            this.decodeFailed(err as Error)
+          }
+        }
+        return false
+      case Backend.CopyDone:
+        if (this.step !== Step.Copying) break
+        this.step = Step.CopyDone
+        if (this.failure === null && this.abortError === null) {
+          try {
+            this.sink.chunkEnd()
+            this.sink.end()
+          } catch (err) {
+            this.failure ??= err as Error
+          }
+        }
+        return false
+      case Backend.CommandComplete:
+        if (this.step !== Step.CopyDone) break
+        this.completed(buf, start, end)
+        return false
+      default:
+        if (this.ready(type)) return true
+        if (this.step === Step.Copying || this.step === Step.CopyDone) this.violation(type)
+    }
+    this.other(type, buf, start, end)
+    return false
+  }
+
+  chunkEnd(): void {
+    if (this.step !== Step.Copying || this.failure !== null || this.abortError !== null) return
+    try {
+      this.sink.chunkEnd()
+    } catch (err) {
+      this.decodeFailed(err as Error)
+    }
+  }
+
+  /** Data that cannot be decoded: the rest is not wanted. */
+  private decodeFailed(err: Error): void {
+    this.failure ??= err
+    this.sink.settled()
+    this.ctx!.requestCancel(this)
+  }
+
+  protected override fields(): FieldDescription[] {
+    return this.sink.fields()
+  }
+}
