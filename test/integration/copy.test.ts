@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { after, before, describe, test } from 'node:test'
-import { AbortError, ArgumentError, CopyRowError, PgError, TimeoutError, createPool, type Client } from '../../src/index.js'
+import { AbortError, ArgumentError, ConnectionError, CopyRowError, PgError, TimeoutError, createPool, type Client } from '../../src/index.js'
 import { openClient, uniqueName } from '../helpers/client.js'
 import { adminQuery, mainDatabase } from '../helpers/server.js'
 
@@ -538,6 +538,49 @@ describe('copyToRows(): COPY data decoded here', () => {
       assert.equal(n, 300000)
     } finally {
       await c.end()
+    }
+  })
+})
+
+describe('a connection lost mid-COPY', () => {
+  test('copyFrom(): the stream fails with a ConnectionError, nothing hangs', async () => {
+    const t = await table()
+    const c = await openClient()
+    try {
+      const s = c.copyFrom(`COPY ${t} FROM STDIN`)
+      s.write(textRows(1, 100))
+      await until('the COPY runs', async () => (await adminQuery(`SELECT query FROM pg_stat_activity WHERE pid = ${c.processId}`)).rows[0]?.[0] !== null)
+      const failed = s.result.then(
+        () => null,
+        (e: unknown) => e,
+      )
+      await adminQuery(`SELECT pg_terminate_backend(${c.processId})`)
+      const err = await failed
+      assert.ok(err instanceof ConnectionError, String(err))
+      assert.ok(s.destroyed)
+      // Writing on afterwards gets the error, not a hang.
+      await new Promise<void>((resolve) => s.write('1\tx\t1\n', () => resolve()))
+    } finally {
+      await c.end()
+    }
+    assert.equal(await count(t), 0)
+  })
+
+  test('copyTo() and copyToRows(): the iteration rejects with a ConnectionError', async () => {
+    for (const rows of [false, true]) {
+      const c = await openClient()
+      try {
+        const it = (rows ? c.copyToRows('SELECT generate_series(1, 100000000) AS g') : c.copyTo('COPY (SELECT generate_series(1, 100000000)) TO STDOUT'))[Symbol.asyncIterator]()
+        await it.next()
+        const failed = (async () => {
+          for (;;) if ((await it.next()).done) return null
+        })().catch((e: unknown) => e)
+        await adminQuery(`SELECT pg_terminate_backend(${c.processId})`)
+        const err = await failed
+        assert.ok(err instanceof ConnectionError, `${rows ? 'copyToRows' : 'copyTo'}: ${String(err)}`)
+      } finally {
+        await c.end()
+      }
     }
   })
 })
