@@ -175,6 +175,7 @@ abstract class CopyRequest implements Request, Abortable {
     this.watcher?.done()
     const abort = this.abortError
     if (abort !== null && abort !== err && abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
+    this.failure ??= err
     this.stopped()
     this.reject(abort ?? err)
   }
@@ -251,8 +252,23 @@ export class CopyIn extends CopyRequest {
       done(err as Error)
       return
     }
-    ctx.whenWritable(() => done())
+    if (ctx.writable) {
+      done()
+      return
+    }
+    // A connection lost while the socket is backed up never drains: the
+    // writer is then told by stopped(), so it cannot wait forever.
+    this.draining.push(done)
+    ctx.whenWritable(() => {
+      const i = this.draining.indexOf(done)
+      if (i < 0) return
+      this.draining.splice(i, 1)
+      done()
+    })
   }
+
+  /** Writers waiting for the socket to drain. */
+  private draining: Done[] = []
 
   /** Ends the data with CopyDone; `done` is called once the server has confirmed (or refused) the COPY. */
   end(done: Done): void {
@@ -326,10 +342,13 @@ export class CopyIn extends CopyRequest {
   protected override stopped(): void {
     this.ended = true
     const early = this.early
+    const draining = this.draining
     this.early = []
-    if (early.length > 0) {
+    this.draining = []
+    if (early.length > 0 || draining.length > 0) {
       const err = this.over()
       for (const e of early) e.done(err)
+      for (const done of draining) done(err)
     }
   }
 

@@ -566,6 +566,43 @@ describe('a connection lost mid-COPY', () => {
     assert.equal(await count(t), 0)
   })
 
+  test('copyFromRows() blocked by a server that stopped reading: the call rejects, it does not wait forever', async () => {
+    const t = await table()
+    const c = await openClient()
+    const locker = await openClient()
+    try {
+      // The COPY waits for the lock (SHARE lets the describing SELECT through), so
+      // the server reads no data and the socket backs up.
+      await locker.query('BEGIN')
+      await locker.query(`LOCK TABLE ${t} IN SHARE MODE`)
+      let pulled = 0
+      function* rows(): Generator<unknown[]> {
+        for (let i = 0; i < 10_000_000; i++) {
+          pulled++
+          yield [i, 'a fairly long name to fill the socket buffers quickly', BigInt(i)]
+        }
+      }
+      const copying = c.copyFromRows(t, rows()).then(
+        () => null,
+        (e: unknown) => e,
+      )
+      await until('the client is held back', async () => {
+        const before = pulled
+        await sleep(100)
+        return pulled > 0 && pulled === before
+      })
+      await adminQuery(`SELECT pg_terminate_backend(${c.processId})`)
+      const err = await copying
+      assert.ok(err instanceof ConnectionError, String(err))
+      assert.ok(pulled < 10_000_000)
+    } finally {
+      await locker.query('ROLLBACK')
+      await locker.end()
+      await c.end()
+    }
+    assert.equal(await count(t), 0)
+  })
+
   test('copyTo() and copyToRows(): the iteration rejects with a ConnectionError', async () => {
     for (const rows of [false, true]) {
       const c = await openClient()
