@@ -10,6 +10,8 @@
 //   --rounds 5                                interleaved rounds (default 5)
 //   --repeat 3                                measured repetitions per child (after one warm-up)
 //   --quick                                   small sizes, 3 rounds (for npm start)
+//   --size 4000000                            rows or queries per workload instead of its own (e.g. to see
+//                                             whether a streaming client's peak RSS grows with the data)
 //   --pin                                     server on CPU 0, clients on CPU 1
 //   --json <file>                             also write the raw results
 // PIPEGRES_BENCH_PGBIN=<bin dir> picks the PostgreSQL installation (default: embedded).
@@ -21,7 +23,7 @@ import { fileURLToPath } from 'node:url'
 import { startServer, stopAllOnSignals } from '../harness/server.js'
 import { connect } from '../src/index.js'
 import type { Measurement, Task, Target } from './lib/protocol.js'
-import { setupSql } from './lib/workloads.js'
+import { setupSql, streamSetupSql } from './lib/workloads.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 
@@ -86,7 +88,59 @@ const WORKLOADS: Workload[] = [
     quickSize: 3_000,
     variants: [v('pipegres'), v('pg'), v('postgres')],
   },
+  {
+    name: 'stream-select',
+    title: 'Stream a large SELECT (int4, text, int8) row by row or batch by batch, counting rows without keeping them',
+    unit: 'row',
+    size: 1_000_000,
+    quickSize: 50_000,
+    variants: [
+      v('pipegres', 'stream', 'pipegres stream()'),
+      v('pipegres', 'cursor', 'pipegres cursor(1000)'),
+      v('pg', 'query-stream', 'pg + pg-query-stream (batchSize 1000)'),
+      v('pg', 'cursor', 'pg + pg-cursor read(1000)'),
+      v('postgres', 'cursor', 'postgres cursor(1000)'),
+      v('postgres', 'forEach', 'postgres forEach()'),
+    ],
+  },
+  {
+    name: 'copy-from-text',
+    title: 'COPY FROM STDIN of ready-made text COPY data (64 KiB chunks) into an emptied table',
+    unit: 'row',
+    size: 1_000_000,
+    quickSize: 50_000,
+    variants: [v('pipegres', '', 'pipegres copyFrom()'), v('pg', '', 'pg + pg-copy-streams from()'), v('postgres', '', 'postgres writable()')],
+  },
+  {
+    name: 'copy-from-rows',
+    title: 'COPY FROM STDIN of JS arrays into an emptied table: pipegres encodes them itself, the others through a hand-written text encoder (timed)',
+    unit: 'row',
+    size: 1_000_000,
+    quickSize: 50_000,
+    variants: [
+      v('pipegres', 'binary', 'pipegres copyFromRows() (binary)'),
+      v('pipegres', 'text', 'pipegres copyFromRows() (text)'),
+      v('pg', '', 'pg + pg-copy-streams from() + JS encoder'),
+      v('postgres', '', 'postgres writable() + JS encoder'),
+    ],
+  },
+  {
+    name: 'copy-to',
+    title: 'COPY TO STDOUT of the whole table, counting bytes (pipegres copyToRows(): decoded rows, counted)',
+    unit: 'row',
+    size: 1_000_000,
+    quickSize: 50_000,
+    variants: [
+      v('pipegres', '', 'pipegres copyTo()'),
+      v('pg', '', 'pg + pg-copy-streams to()'),
+      v('postgres', '', 'postgres readable()'),
+      v('pipegres', 'rows', "pipegres copyToRows() (binary)"),
+    ],
+  },
 ]
+
+/** Workloads that read the streaming table: it holds as many rows as the largest of them reads. */
+const STREAM_TABLE_READERS = ['stream-select', 'copy-to']
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`)
@@ -99,6 +153,8 @@ const pin = flag('pin')
 const rounds = Number(arg('rounds') ?? (quick ? 3 : 5))
 const repeat = Number(arg('repeat') ?? (quick ? 2 : 3))
 const selected = arg('workloads')?.split(',') ?? WORKLOADS.map((w) => w.name)
+const sizeOverride = arg('size') === undefined ? undefined : Number(arg('size'))
+const sizeOf = (w: Workload): number => sizeOverride ?? (quick ? w.quickSize : w.size)
 
 function runChild(v: Variant, task: Task): Promise<Measurement> {
   const script = join(here, 'clients', `${v.client}.js`)
@@ -127,6 +183,8 @@ interface Row {
   perSecond: number[]
   cpuPerUnit: number[]
   peakRss: number[]
+  /** Each child's checksum of what it read or wrote. */
+  checks: string[]
 }
 
 function report(w: Workload, rows: Row[]): string {
@@ -168,27 +226,31 @@ async function main(): Promise<void> {
     const target: Target = { host: server.host, port: server.port, user: server.superuser.user, password: server.superuser.password, database: server.database }
     const workloads = WORKLOADS.filter((w) => selected.includes(w.name))
     const setup = await connect({ ...target, sslmode: 'disable' })
-    const typedRows = Math.max(...workloads.map((w) => (w.name === 'typed-read' ? (quick ? w.quickSize : w.size) : 0)), 1000)
+    const typedRows = Math.max(...workloads.map((w) => (w.name === 'typed-read' ? sizeOf(w) : 0)), 1000)
     for (const sql of setupSql(typedRows, quick ? 10_000 : 100_000)) await setup.query(sql)
+    const streamRows = Math.max(...workloads.map((w) => (STREAM_TABLE_READERS.includes(w.name) ? sizeOf(w) : 0)), 1000)
+    for (const sql of streamSetupSql(streamRows)) await setup.query(sql)
     await setup.end()
     console.log(`PostgreSQL ${server.versionString.replace(/^postgres \(PostgreSQL\)\s*/, '')}, ${rounds} interleaved rounds, ${repeat} measured repetitions each${pin ? ', server on CPU 0, clients on CPU 1' : ''}\n`)
 
     const results: Record<string, Row[]> = {}
     for (const w of workloads) {
-      const size = quick ? w.quickSize : w.size
-      const rows: Row[] = w.variants.map((v) => ({ label: v.label, perSecond: [], cpuPerUnit: [], peakRss: [] }))
+      const size = sizeOf(w)
+      const rows: Row[] = w.variants.map((v) => ({ label: v.label, perSecond: [], cpuPerUnit: [], peakRss: [], checks: [] }))
       for (let round = 0; round < rounds; round++) {
         // Rotate the order every round so that no client always runs first.
         for (let k = 0; k < w.variants.length; k++) {
           const i = (k + round) % w.variants.length
           const variant = w.variants[i]!
           const m = await runChild(variant, { target, workload: w.name, size, variant: variant.variant, repeat })
+          if (m.check.startsWith('inconsistent')) console.warn(`warning: ${variant.label} on ${w.name}: ${m.check}`)
           const row = rows[i]!
           for (let r = 0; r < m.wallMs.length; r++) {
             row.perSecond.push((m.units / m.wallMs[r]!) * 1000)
             row.cpuPerUnit.push(m.cpuUs[r]! / m.units)
           }
           row.peakRss.push(m.peakRss)
+          row.checks.push(m.check)
         }
       }
       results[w.name] = rows

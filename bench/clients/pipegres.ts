@@ -1,10 +1,29 @@
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { connect, createPool } from '../../src/index.js'
 import { childMain, measure, reportInterval } from '../lib/measure.js'
 import type { Task } from '../lib/protocol.js'
-import { checksumRows, selectUserSql, typedReadSql } from '../lib/workloads.js'
+import {
+  ByteCounter,
+  checksumRows,
+  COPY_COLUMNS,
+  COPY_TABLE,
+  copyFromSql,
+  copyInUntimed,
+  copyRows,
+  copyTextChunks,
+  copyToSql,
+  selectUserSql,
+  STREAM_TABLE,
+  streamSelectSql,
+  typedReadSql,
+} from '../lib/workloads.js'
 
 // pipegres: variant 'binary' (prepared statements: results in binary after the
 // first execution) or 'text' (prepare: false: unnamed statements, text results).
+// stream-select: variant 'stream' or 'cursor'; copy-from-rows: 'binary' or
+// 'text', the format copyFromRows() sends; copy-to: '' (copyTo(), raw bytes) or
+// 'rows' (copyToRows(), decoded rows).
 
 await childMain(async (task: Task) => {
   if (task.workload === 'pool-select') {
@@ -21,7 +40,8 @@ await childMain(async (task: Task) => {
       await pool.end()
     }
   }
-  const db = await connect({ ...task.target, sslmode: 'disable', prepare: task.variant !== 'text' })
+  const db = await connect({ ...task.target, sslmode: 'disable', prepare: !(task.workload === 'typed-read' && task.variant === 'text') })
+  const copyIn = copyInUntimed(async (text) => (await db.query<{ check: string }>(text)).rows[0]?.check)
   try {
     switch (task.workload) {
       case 'typed-read': {
@@ -57,6 +77,73 @@ await childMain(async (task: Task) => {
           reportInterval(performance.now() - t0)
           return 'cancelled'
         }, true)
+      }
+      case 'stream-select': {
+        const sql = streamSelectSql(task.size)
+        if (task.variant === 'cursor') {
+          return await measure(task, task.size, async () => {
+            let n = 0
+            let sum = 0
+            for await (const rows of db.cursor<{ id: number }>(sql, [], { batchSize: 1000 })) {
+              for (const r of rows) sum += r.id
+              n += rows.length
+            }
+            return `${n}:${sum}`
+          })
+        }
+        return await measure(task, task.size, async () => {
+          let n = 0
+          let sum = 0
+          for await (const r of db.stream<{ id: number }>(sql)) {
+            sum += r.id
+            n++
+          }
+          return `${n}:${sum}`
+        })
+      }
+      case 'copy-from-text': {
+        const chunks = copyTextChunks(task.size)
+        return await measure(
+          task,
+          task.size,
+          async () => {
+            const w = db.copyFrom(copyFromSql)
+            await pipeline(Readable.from(chunks), w)
+            return String((await w.result).rowCount)
+          },
+          false,
+          copyIn,
+        )
+      }
+      case 'copy-from-rows': {
+        const rows = copyRows(task.size)
+        const format = task.variant === 'text' ? 'text' : 'binary'
+        return await measure(
+          task,
+          task.size,
+          async () => String((await db.copyFromRows(COPY_TABLE, rows, { columns: COPY_COLUMNS, format })).rowCount),
+          false,
+          copyIn,
+        )
+      }
+      case 'copy-to': {
+        if (task.variant === 'rows') {
+          return await measure(task, task.size, async () => {
+            let n = 0
+            let sum = 0
+            for await (const r of db.copyToRows<{ id: number }>(`SELECT id, name, n FROM ${STREAM_TABLE}`, { format: 'binary' })) {
+              sum += r.id
+              n++
+            }
+            if (n !== task.size) throw new Error(`copied ${n} rows, expected ${task.size}`)
+            return `${n}:${sum}`
+          })
+        }
+        return await measure(task, task.size, async () => {
+          const counter = new ByteCounter()
+          await pipeline(db.copyTo(copyToSql), counter)
+          return `${counter.bytes} bytes`
+        })
       }
       default:
         throw new Error(`unknown workload ${task.workload}`)

@@ -1,5 +1,8 @@
-// The SQL of each workload, shared by every client so that all of them do the
-// same work; and the checksum each computes over what it read.
+import { Writable } from 'node:stream'
+import type { Untimed } from './measure.js'
+
+// The SQL and the data of each workload, shared by every client so that all of
+// them do the same work; and the checksum each computes over what it read.
 
 export const TYPED_TABLE = 'bench_typed'
 export const USERS_TABLE = 'bench_users'
@@ -37,4 +40,125 @@ export function setupSql(typedRows: number, users: number): string[] {
        FROM generate_series(1, ${users}) g`,
     `VACUUM ANALYZE ${TYPED_TABLE}, ${USERS_TABLE}`,
   ]
+}
+
+/** The plain table the streaming and COPY TO workloads read: int4, text, int8. */
+export const STREAM_TABLE = 'bench_rows'
+/** The table the COPY FROM workloads load, emptied before every repetition. */
+export const COPY_TABLE = 'bench_copy_in'
+export const COPY_COLUMNS = ['id', 'name', 'n'] as const
+
+/**
+ * A real table rather than generate_series(): a set-returning function in FROM
+ * is materialized on the server before the first row is sent, which would
+ * measure the server's tuplestore instead of the clients' streaming.
+ */
+export function streamSelectSql(size: number): string {
+  return `SELECT id, name, n FROM ${STREAM_TABLE} WHERE id <= ${size}`
+}
+
+export const copyToSql = `COPY ${STREAM_TABLE} TO STDOUT`
+
+/**
+ * Where every client's COPY TO stream is piped, counting bytes. pipeline()
+ * rather than for await: postgres.js 3.4's readable(), read through its async
+ * iterator, now and then never ends (the server done and idle; compare
+ * porsager/postgres#917), and every client should be read the same way.
+ */
+export class ByteCounter extends Writable {
+  bytes = 0
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {
+    this.bytes += chunk.length
+    done()
+  }
+}
+
+export const copyFromSql = `COPY ${COPY_TABLE} (${COPY_COLUMNS.join(', ')}) FROM STDIN`
+
+/** Setup statements of the streaming and COPY tables; `rows` rows in the table that is read. */
+export function streamSetupSql(rows: number): string[] {
+  return [
+    `DROP TABLE IF EXISTS ${STREAM_TABLE}, ${COPY_TABLE}`,
+    `CREATE TABLE ${STREAM_TABLE} (id int4 PRIMARY KEY, name text, n int8)`,
+    `INSERT INTO ${STREAM_TABLE} SELECT g, md5(g::text), g * 2 FROM generate_series(1, ${rows}) g`,
+    // Unlogged and never vacuumed behind the benchmark's back: the server's
+    // share of a load is the same for every client, so keeping it small and
+    // steady lets the clients' differences show.
+    `CREATE UNLOGGED TABLE ${COPY_TABLE} (id int4, name text, n int8) WITH (autovacuum_enabled = off)`,
+    `VACUUM ANALYZE ${STREAM_TABLE}`,
+  ]
+}
+
+export type CopyRow = [id: number, name: string, n: number | null]
+
+/**
+ * Row `id` of every COPY FROM workload. A few names need escaping in the text
+ * format and a few n are NULL, so that an encoder cannot get away with
+ * skipping its escaping or NULL paths.
+ */
+function copyRow(id: number): CopyRow {
+  const name = id % 100 === 0 ? `name\t${id}\\with\nspecials` : `name ${id} ${(id * 2654435761) % 4294967296}`
+  return [id, name, id % 1000 === 0 ? null : id * 1000003]
+}
+
+/** The rows the COPY FROM workloads load, as an application would hold them. */
+export function copyRows(size: number): CopyRow[] {
+  const rows = new Array<CopyRow>(size)
+  for (let i = 0; i < size; i++) rows[i] = copyRow(i + 1)
+  return rows
+}
+
+function* lazyCopyRows(size: number): Generator<CopyRow> {
+  for (let i = 0; i < size; i++) yield copyRow(i + 1)
+}
+
+const specials = /[\\\t\n\r]/
+const specialsAll = /[\\\t\n\r]/g
+const escapes: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
+const escapeChar = (c: string): string => escapes[c]!
+
+/** A value as a field of the text COPY format, as an application would write it by hand. */
+function textField(v: string | number | null): string {
+  if (v === null) return '\\N'
+  if (typeof v === 'number') return String(v)
+  return specials.test(v) ? v.replace(specialsAll, escapeChar) : v
+}
+
+const CHUNK = 64 * 1024
+
+/** Rows as text COPY data in chunks of about 64 KiB, cut at row boundaries. */
+export function* encodeCopyText(rows: Iterable<CopyRow>): Generator<Buffer> {
+  let s = ''
+  for (const r of rows) {
+    s += `${textField(r[0])}\t${textField(r[1])}\t${textField(r[2])}\n`
+    if (s.length >= CHUNK) {
+      yield Buffer.from(s)
+      s = ''
+    }
+  }
+  if (s.length > 0) yield Buffer.from(s)
+}
+
+/**
+ * The text COPY data of copyRows(size), encoded ahead of time; without ever
+ * holding the rows, whose memory would otherwise hide the clients' in the
+ * peak RSS.
+ */
+export function copyTextChunks(size: number): Buffer[] {
+  return [...encodeCopyText(lazyCopyRows(size))]
+}
+
+/** What arrived in the table, cheap to compute yet sensitive to every column (escaping, NULLs, int8). */
+const copyCheckSql = `SELECT count(*) || ':' || sum(id) || ':' || count(n) || ':' || sum(n) || ':' || sum(hashtext(name)) AS check FROM ${COPY_TABLE}`
+
+/**
+ * Empties the load table before each repetition and checks what arrived after
+ * it, neither timed. `query` runs a statement and returns the `check` column
+ * of its first row, if any.
+ */
+export function copyInUntimed(query: (text: string) => Promise<string | undefined>): Untimed {
+  return {
+    before: async () => void (await query(`TRUNCATE ${COPY_TABLE}`)),
+    after: async (reported) => `${reported} reported, ${await query(copyCheckSql)} in the table`,
+  }
 }
