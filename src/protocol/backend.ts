@@ -22,6 +22,9 @@ export interface FieldDescription {
 export function decodeRowDescription(buf: Uint8Array, start: number, end: number): FieldDescription[] {
   const r = new Reader(buf, start, end, 'RowDescription')
   const n = r.u16()
+  // Each field takes at least 19 bytes (an empty name's NUL and 18 bytes of numbers):
+  // a count the body cannot hold fails before an array is made for it.
+  if (n * 19 > r.remaining) r.fail()
   const fields: FieldDescription[] = new Array(n)
   for (let i = 0; i < n; i++) {
     fields[i] = {
@@ -41,6 +44,7 @@ export function decodeRowDescription(buf: Uint8Array, start: number, end: number
 export function decodeParameterDescription(buf: Uint8Array, start: number, end: number): number[] {
   const r = new Reader(buf, start, end, 'ParameterDescription')
   const n = r.u16()
+  if (n * 4 !== r.remaining) r.fail()
   const oids: number[] = new Array(n)
   for (let i = 0; i < n; i++) oids[i] = r.u32()
   r.done()
@@ -207,6 +211,7 @@ export function decodeCopyResponse(buf: Uint8Array, start: number, end: number, 
   const r = new Reader(buf, start, end, what)
   const format = r.u8()
   const n = r.u16()
+  if (n * 2 !== r.remaining) r.fail()
   const columnFormats: number[] = new Array(n)
   for (let i = 0; i < n; i++) columnFormats[i] = r.i16()
   r.done()

@@ -7,7 +7,10 @@ import { Backend, backendMessageName } from './message-codes.js'
 //
 // Every length is checked against what its type can legally be before anything
 // is allocated for it, so a corrupt or hostile length cannot make the client
-// reserve gigabytes or wait forever for bytes that will never come.
+// reserve gigabytes or wait forever for bytes that will never come. A length
+// within the limits is still only a claim: the memory for a message that spans
+// chunks grows with the bytes that actually arrive (see roomFor), so twenty
+// bytes claiming a 1 GiB DataRow cost 64 KiB, not 1 GiB.
 
 export interface MessageSink {
   onMessage(type: number, buf: Uint8Array, start: number, end: number): void
@@ -76,17 +79,32 @@ export function isAssembledMessage(buf: Uint8Array): boolean {
   return assembled.has(buf.buffer)
 }
 
-/** The buffer for one message of `len` bytes (after its type byte) that spans chunks. */
-function assemble(len: number): Uint8Array {
-  const msg = new Uint8Array(1 + len)
-  if (len >= REGISTER_FROM) assembled.add(msg.buffer)
+/** The buffer that completes one message of `size` bytes (type byte included) that spans chunks. */
+function assemble(size: number): Uint8Array {
+  const msg = new Uint8Array(size)
+  if (size > REGISTER_FROM) assembled.add(msg.buffer)
   return msg
 }
 
+/** Room reserved at first for a message that spans chunks: messages up to this size get theirs at once. */
+const FIRST_ROOM = 64 * KiB
+/** Factor by which the room of a big message grows while it arrives. */
+const GROWTH = 4
+/**
+ * The whole buffer of a big message is allocated once this fraction (1/AHEAD)
+ * of it has arrived. Memory held for a message is thus at most AHEAD times the
+ * bytes received (or FIRST_ROOM), and the copy left behind by the last growth
+ * is at most 1/AHEAD of the message, which keeps the peak for a legitimately
+ * huge value near one copy of it.
+ */
+const AHEAD = 8
+
 export class Framer {
-  /** A message that began in an earlier chunk, being assembled. */
+  /** A message that began in an earlier chunk, being assembled; may be shorter than the message until it is complete. */
   private partial: Uint8Array | null = null
   private partialFill = 0
+  /** Size of the message being assembled, type byte included. */
+  private partialSize = 0
   /** Header bytes of a message whose header itself was split. */
   private readonly header = new Uint8Array(5)
   private headerFill = 0
@@ -148,10 +166,25 @@ export class Framer {
     }
     const len = (chunk[pos + 1]! << 24) | (chunk[pos + 2]! << 16) | (chunk[pos + 3]! << 8) | chunk[pos + 4]!
     // Length was checked by the caller's loop.
-    const msg = assemble(len)
+    this.partialSize = 1 + len
+    const msg = this.room(avail)
     msg.set(chunk.subarray(pos), 0)
     this.partial = msg
     this.partialFill = avail
+  }
+
+  /** How many bytes to reserve for the message being assembled once `need` of them have arrived. */
+  private roomFor(need: number): number {
+    const size = this.partialSize
+    if (size <= FIRST_ROOM || need * AHEAD >= size) return size
+    // need < size / AHEAD here, so this is at least need and less than size.
+    return Math.max(FIRST_ROOM, Math.min(need * GROWTH, Math.floor(size / AHEAD)))
+  }
+
+  /** A buffer for the message being assembled with room for at least `need` bytes. */
+  private room(need: number): Uint8Array {
+    const n = this.roomFor(need)
+    return n === this.partialSize ? assemble(n) : new Uint8Array(n)
   }
 
   /** Feeds the start of `chunk` into the message being assembled; returns where the rest starts, or -1 if all was used. */
@@ -169,21 +202,29 @@ export class Framer {
       const len = (h[1]! << 24) | (h[2]! << 16) | (h[3]! << 8) | h[4]!
       this.headerFill = 0
       this.check(type, len)
-      const msg = assemble(len)
+      this.partialSize = 1 + len
+      const msg = this.room(5)
       msg.set(h, 0)
       this.partial = msg
       this.partialFill = 5
     }
-    const msg = this.partial
-    const need = msg.length - this.partialFill
-    const take = Math.min(need, chunk.length - pos)
+    let msg = this.partial
+    const size = this.partialSize
+    const take = Math.min(size - this.partialFill, chunk.length - pos)
+    const filled = this.partialFill + take
+    if (filled > msg.length) {
+      const bigger = this.room(filled)
+      bigger.set(msg.subarray(0, this.partialFill), 0)
+      this.partial = msg = bigger
+    }
     msg.set(chunk.subarray(pos, pos + take), this.partialFill)
-    this.partialFill += take
+    this.partialFill = filled
     pos += take
-    if (this.partialFill < msg.length) return -1
+    if (filled < size) return -1
+    // Complete: the last room() was the whole message, so msg.length === size.
     this.partial = null
     this.partialFill = 0
-    this.sink.onMessage(msg[0]!, msg, 5, msg.length)
+    this.sink.onMessage(msg[0]!, msg, 5, size)
     return pos === chunk.length ? -1 : pos
   }
 }

@@ -14,7 +14,8 @@ export class Reader {
     readonly what: string,
   ) {}
 
-  private fail(): never {
+  /** Throws the protocol error for this message: its body does not match its format. */
+  fail(): never {
     throw new ProtocolError(`malformed ${this.what} message from server`)
   }
 

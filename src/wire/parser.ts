@@ -133,6 +133,9 @@ type ValueDecoder = (b: Uint8Array, start: number, end: number) => unknown
 
 const utf8Value: ValueDecoder = (b, s, e) => utf8Text(b, s, e)
 
+/** The first buffer for a message split across chunks; bigger ones grow as their bytes arrive. */
+const INITIAL_BODY = 64 * 1024
+
 /**
  * Parses result messages incrementally. push() each chunk as it arrives; it
  * returns the events parsed from that chunk and calls the matching callbacks
@@ -151,6 +154,8 @@ export class WireParser<M extends RowMode = 'object'> {
   private body: Uint8Array | null = null
   private bodyFill = 0
   private bodyType = 0
+  /** The body's length as its header claims; `body` grows towards it as bytes arrive. */
+  private bodySize = 0
 
   // The result being received: its columns, after a RowDescription and until its end.
   private current: WireField[] | null = null
@@ -197,7 +202,7 @@ export class WireParser<M extends RowMode = 'object'> {
     this.checkUsable('end')
     this.ended = true
     if (this.body !== null) {
-      throw this.fail(`the stream ended inside ${this.messageName(this.bodyType)}: ${this.bodyFill + 5} of its ${this.body.length + 5} bytes arrived`)
+      throw this.fail(`the stream ended inside ${this.messageName(this.bodyType)}: ${this.bodyFill + 5} of its ${this.bodySize + 5} bytes arrived`)
     }
     if (this.headerFill > 0) throw this.fail(`the stream ended inside a message header (${this.headerFill} of 5 bytes)`)
     if (this.current !== null) {
@@ -239,11 +244,12 @@ export class WireParser<M extends RowMode = 'object'> {
     let pos = 0
     while (pos < n) {
       if (this.body !== null) {
-        const take = Math.min(this.body.length - this.bodyFill, n - pos)
+        const take = Math.min(this.bodySize - this.bodyFill, n - pos)
+        if (this.bodyFill + take > this.body.length) this.growBody(this.bodyFill + take)
         this.body.set(chunk.subarray(pos, pos + take), this.bodyFill)
         this.bodyFill += take
         pos += take
-        if (this.bodyFill < this.body.length) return
+        if (this.bodyFill < this.bodySize) return
         const body = this.body
         this.body = null
         this.handle(this.bodyType, body, 0, body.length, events)
@@ -275,11 +281,20 @@ export class WireParser<M extends RowMode = 'object'> {
         this.handle(type, chunk, pos, pos + size, events)
         pos += size
       } else {
-        this.body = new Uint8Array(size)
+        // A header may claim up to maxMessageSize: memory follows the bytes
+        // that actually arrive, not the claim.
+        this.body = new Uint8Array(Math.min(size, INITIAL_BODY))
+        this.bodySize = size
         this.bodyFill = 0
         this.bodyType = type
       }
     }
+  }
+
+  private growBody(need: number): void {
+    const next = new Uint8Array(Math.min(this.bodySize, Math.max(need, this.body!.length * 4)))
+    next.set(this.body!.subarray(0, this.bodyFill), 0)
+    this.body = next
   }
 
   private handle(type: number, b: Uint8Array, s: number, e: number, events: WireEvent<RowOf<M>>[]): void {

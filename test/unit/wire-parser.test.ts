@@ -168,6 +168,28 @@ test('lengths: below 4, negative, beyond maxMessageSize (before the body is awai
   assert.throws(() => new WireParser({ maxMessageSize: 4 }), TypeError)
 })
 
+test('memory follows the bytes that arrive, not what a header claims; a big message split anywhere arrives whole', () => {
+  const before = process.memoryUsage().arrayBuffers
+  const p = new WireParser()
+  p.push(rowDescription([{ typeOid: 25, format: 0 }]))
+  // A DataRow claiming almost 1 GiB, of which 20 bytes arrive.
+  p.push(concat([Uint8Array.of(0x44), int32(1 << 30), new Uint8Array(20)]))
+  const held = process.memoryUsage().arrayBuffers - before
+  assert.ok(held < 8 << 20, `holds ${held} bytes after receiving 25`)
+  // A 3 MiB value in uneven chunks: the buffer grows as it fills.
+  const big = 'v'.repeat(3 << 20)
+  const bytes = concat([rowDescription([{ typeOid: 25, format: 0 }]), dataRow([big])])
+  const q = new WireParser<'array'>({ rowMode: 'array' })
+  const rows: unknown[][] = []
+  for (let at = 0; at < bytes.length; ) {
+    const next = Math.min(bytes.length, at + 1 + ((at * 7919) % 200_000))
+    for (const e of q.push(bytes.subarray(at, next))) if (e.type === 'row') rows.push(e.row as unknown[])
+    at = next
+  }
+  assert.equal(rows.length, 1)
+  assert.equal(rows[0]![0], big)
+})
+
 test('rows must match their description', () => {
   const T = rowDescription([
     { typeOid: 23, format: 1 },
