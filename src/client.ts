@@ -33,9 +33,15 @@ export interface ClientOptions extends ConnectOptions {
    * each failed attempt doubles the wait up to this many milliseconds (default 5000).
    */
   reconnectMaxDelay?: number
+  /**
+   * Most queries the client holds at once (waiting to be written, or written
+   * and not yet answered; see pendingQueries): one issued beyond that is
+   * refused at once with an ArgumentError instead of queued. Default: no limit.
+   */
+  maxPending?: number
 }
 
-export const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes', 'queryTimeout', 'reconnectMaxDelay'] as const
+export const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes', 'queryTimeout', 'reconnectMaxDelay', 'maxPending'] as const
 
 export type { QueryOptions, SimpleQueryOptions } from './queryable.js'
 export type { Result, Row, Field } from './query/result.js'
@@ -61,6 +67,16 @@ const enum State {
 }
 
 const BACKOFF_BASE_MS = 100
+// A connection that lasted this long was of use, whatever it answered (see onConnectionClosed).
+const STABLE_MS = 1000
+
+/** The backoff between connection attempts: a client's own, or shared by the connections of a pool. */
+export interface Backoff {
+  /** Failed attempts, and connections lost soon after opening, since the last connection that lasted. */
+  failures: number
+  /** performance.now() before which no attempt is made (connect() excepted). */
+  nextAttemptAt: number
+}
 
 /**
  * A PostgreSQL connection that pipelines every query: each query is written the
@@ -85,16 +101,19 @@ export class Client extends Queryable {
   private readonly owners = new WeakMap<Request, object>()
   private closeError: Error | null = null
   private ending: Promise<void> | null = null
-  private failedAttempts = 0
+  private readonly backoff: Backoff
+  private connectedAt = 0
+  /** Requests the client sent on its own when the current connection opened (re-LISTENs). */
+  private ownRequests = 0
   /** cancelMisfires of connections already closed. */
   private pastMisfires = 0
-  private nextAttemptAt = 0
   private readonly emitter = new EventEmitter()
   private readonly listeners: Listeners
   private readonly catalog: TypeCatalog
   private readonly view: TypeView
   private readonly queryDefaults: QueryDefaults
   private readonly reconnectMaxDelay: number
+  private readonly maxPending: number
   private readonly onNotice: ((n: PgNotice) => void) | undefined
   /**
    * Set by a pool: when the connection is lost or cannot be opened, the
@@ -103,10 +122,14 @@ export class Client extends Queryable {
    */
   private readonly orphans: ((reqs: Request[], err: Error) => void) | null
 
-  constructor(config?: string | ClientOptions, shared?: { catalog: TypeCatalog; config: ConnectionConfig; orphans: (reqs: Request[], err: Error) => void }) {
+  constructor(
+    config?: string | ClientOptions,
+    shared?: { catalog: TypeCatalog; config: ConnectionConfig; orphans?: (reqs: Request[], err: Error) => void; backoff?: Backoff },
+  ) {
     super()
     this.config = shared?.config ?? resolveConfig(config, { ignoreKeys: clientKeys })
     this.orphans = shared?.orphans ?? null
+    this.backoff = shared?.backoff ?? { failures: 0, nextAttemptAt: 0 }
     const opts: ClientOptions = typeof config === 'object' && config !== null ? config : {}
     const rowMode = opts.rowMode !== undefined ? checkRowMode(opts.rowMode) : 'object'
     if (opts.onNotice !== undefined && typeof opts.onNotice !== 'function') throw new ArgumentError('onNotice must be a function')
@@ -118,6 +141,10 @@ export class Client extends Queryable {
       throw new ArgumentError('reconnectMaxDelay must be a number of milliseconds')
     }
     this.reconnectMaxDelay = opts.reconnectMaxDelay ?? 5000
+    if (opts.maxPending !== undefined && (typeof opts.maxPending !== 'number' || !Number.isInteger(opts.maxPending) || opts.maxPending < 1)) {
+      throw new ArgumentError('maxPending must be a positive integer')
+    }
+    this.maxPending = opts.maxPending ?? Infinity
     this.catalog = shared?.catalog ?? new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') })
     if (opts.customTypes !== undefined) {
       if (!Array.isArray(opts.customTypes)) throw new ArgumentError('customTypes must be an array')
@@ -197,7 +224,7 @@ export class Client extends Queryable {
   private startConnecting(now: boolean): void {
     if (this.connecting !== null || this.state === State.Closed || this.state === State.Connected) return
     this.state = State.Connecting
-    const wait = now ? 0 : Math.max(0, this.nextAttemptAt - performance.now())
+    const wait = now ? 0 : Math.max(0, this.backoff.nextAttemptAt - performance.now())
     this.connecting = (async () => {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait))
       if (this.state === State.Closed) {
@@ -234,7 +261,7 @@ export class Client extends Queryable {
       conn.destroy(this.closeError ?? new ConnectionError('PG_CONNECTION_ENDED', 'the client was destroyed'))
       return
     }
-    this.failedAttempts = 0
+    this.connectedAt = performance.now()
     this.closeError = null
     conn.attachment = new Session(
       this.catalog,
@@ -247,7 +274,9 @@ export class Client extends Queryable {
     this.conn = conn
     this.state = State.Connected
     // Channels listened to on the lost connection are listened to again first.
-    for (const sql of this.listeners.relistenStatements()) {
+    const relisten = this.listeners.relistenStatements()
+    this.ownRequests = relisten.length
+    for (const sql of relisten) {
       const req = makeQuery(this.queryDefaults, sql, undefined, undefined)
       req.promise.catch(() => {
         // A failed re-LISTEN shows as missing notifications; nothing waits on it.
@@ -260,11 +289,16 @@ export class Client extends Queryable {
     if (this.ending !== null && this.waiting.length === 0) void conn.end()
   }
 
-  private connectFailed(err: Error): void {
-    this.failedAttempts++
-    const delay = Math.min(this.reconnectMaxDelay, BACKOFF_BASE_MS * 2 ** (this.failedAttempts - 1))
+  private backOff(): void {
+    const b = this.backoff
+    b.failures++
+    const delay = Math.min(this.reconnectMaxDelay, BACKOFF_BASE_MS * 2 ** (b.failures - 1))
     // Jitter spreads the attempts of many clients that lost the same server.
-    this.nextAttemptAt = performance.now() + delay * (0.5 + Math.random() / 2)
+    b.nextAttemptAt = performance.now() + delay * (0.5 + Math.random() / 2)
+  }
+
+  private connectFailed(err: Error): void {
+    this.backOff()
     this.closeError = err
     if (this.state !== State.Closed) this.state = State.Idle
     const waiting = this.waiting
@@ -294,7 +328,19 @@ export class Client extends Queryable {
     }
     this.state = State.Idle
     this.closeError = err
-    if (err !== null) this.deliver('disconnect', err)
+    if (err !== null) {
+      // A connection lost before it was of any use (it answered none of the
+      // queries sent to it, and did not last) counts as a failed attempt:
+      // were the backoff to start over whenever a connection opened, a
+      // server (or a path) that accepts connections and drops them at once
+      // would be reconnected to in a tight loop, hundreds of times a second,
+      // by a listening client reconnecting on its own or by a pool.
+      if (conn.completedRequests > this.ownRequests || performance.now() - this.connectedAt >= STABLE_MS) {
+        this.backoff.failures = 0
+        this.backoff.nextAttemptAt = 0
+      } else this.backOff()
+      this.deliver('disconnect', err)
+    }
     // Requests that never reached the server go to the next connection, except
     // a holder's: its transaction died with the connection.
     const lost = err ?? new ConnectionError('PG_CONNECTION_CLOSED', 'the connection was closed')
@@ -334,6 +380,15 @@ export class Client extends Queryable {
     if (this.state === State.Closed || (this.ending !== null && owner === null)) {
       req.fail(this.closedError(), false)
       return
+    }
+    // The statements of whoever holds the connection (a transaction's COMMIT or
+    // ROLLBACK, say) are never refused: that would leave its outcome in doubt.
+    if (owner === null && this.maxPending !== Infinity) {
+      const pending = this.pendingQueries
+      if (pending >= this.maxPending) {
+        req.fail(new ArgumentError(`query refused: ${pending} queries are already pending on this client (maxPending is ${this.maxPending})`), false)
+        return
+      }
     }
     if (owner !== null) this.owners.set(req, owner)
     this.route(req)

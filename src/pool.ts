@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events'
-import { Client, clientKeys, type ClientOptions } from './client.js'
+import { Client, clientKeys, type Backoff, type ClientOptions } from './client.js'
 import { resolveConfig } from './config/index.js'
 import type { ConnectionConfig } from './config/types.js'
 import type { Request } from './connection/request.js'
@@ -50,7 +50,8 @@ export class Pool extends Queryable {
   readonly max: number
   private readonly idleTimeout: number
   private readonly maxLifetime: number
-  private readonly options: ClientOptions
+  // A true private field: it holds the password, which inspect() and JSON.stringify must not show.
+  readonly #options: ClientOptions
   private readonly catalog: TypeCatalog
   private readonly queryDefaults: QueryDefaults
   private readonly slots: Slot[] = []
@@ -62,12 +63,18 @@ export class Pool extends Queryable {
   private ended: Promise<void> | null = null
   private destroyed: Error | null = null
   private readonly emitter = new EventEmitter()
+  /**
+   * Shared by every connection the pool opens: a new connection replaces one
+   * that failed, so with a backoff of its own each would start at zero, and a
+   * server that drops every connection would get one attempt per query.
+   */
+  private readonly backoff: Backoff = { failures: 0, nextAttemptAt: 0 }
 
   constructor(config?: string | PoolOptions) {
     super()
     this.config = resolveConfig(config, { ignoreKeys: poolKeys })
     const opts: PoolOptions = typeof config === 'object' && config !== null ? config : {}
-    this.options = typeof config === 'string' ? { connectionString: config } : { ...opts }
+    this.#options = typeof config === 'string' ? { connectionString: config } : { ...opts }
     const max = opts.max ?? 10
     if (!Number.isInteger(max) || max < 1) throw new ArgumentError('max must be a positive integer')
     this.max = max
@@ -111,10 +118,11 @@ export class Pool extends Queryable {
       retiring: false,
       closing: false,
     }
-    slot.client = new Client(this.options, {
+    slot.client = new Client(this.#options, {
       catalog: this.catalog,
       config: this.config,
       orphans: (reqs, err) => this.orphaned(slot, reqs, err),
+      backoff: this.backoff,
     })
     slot.client.on('notice', (n) => this.emitter.emit('notice', n))
     this.slots.push(slot)
@@ -191,9 +199,8 @@ export class Pool extends Queryable {
 
   /** Hands out one connection exclusively until `release()`; waits if all are reserved and the pool is full. */
   async reserve(): Promise<ReservedClient> {
-    const slot = await this.reserveSlot()
     const token = {}
-    slot.reserved = token
+    const slot = await this.reserveSlot(token)
     try {
       await slot.client.hold(token)
     } catch (err) {
@@ -203,16 +210,29 @@ export class Pool extends Queryable {
     return new ReservedClient(this, slot, token, this.queryDefaults)
   }
 
-  private reserveSlot(): Promise<Slot> {
+  /**
+   * Picks the slot for a reservation and marks it reserved at once, so that
+   * reservations asked for in the same tick never get the same slot.
+   */
+  private reserveSlot(token: object): Promise<Slot> {
     if (this.ended !== null || this.destroyed !== null) return Promise.reject(this.closedError())
     let best: Slot | undefined
     for (const s of this.slots) {
       if (this.usable(s) && (best === undefined || s.client.pendingQueries < best.client.pendingQueries)) best = s
     }
-    if (best !== undefined && (best.client.pendingQueries === 0 || this.slots.length >= this.max)) return Promise.resolve(best)
-    if (this.slots.length < this.max) return Promise.resolve(this.newSlot())
+    let chosen: Slot | undefined
+    if (best !== undefined && (best.client.pendingQueries === 0 || this.slots.length >= this.max)) chosen = best
+    else if (this.slots.length < this.max) chosen = this.newSlot()
+    if (chosen !== undefined) {
+      chosen.reserved = token
+      return Promise.resolve(chosen)
+    }
     return new Promise((resolve, reject) => {
-      this.reserveWaiters.push((s) => (s instanceof Error ? reject(s) : resolve(s)))
+      this.reserveWaiters.push((s) => {
+        if (s instanceof Error) return reject(s)
+        s.reserved = token
+        resolve(s)
+      })
     })
   }
 
@@ -254,7 +274,8 @@ export class Pool extends Queryable {
   /** Listens on a dedicated connection of the pool's (see Client.listen). */
   listen(channel: string, handler: NotificationHandler): Promise<Listener> {
     if (this.ended !== null || this.destroyed !== null) return Promise.reject(this.closedError())
-    this.notifier ??= new Client(this.options, { catalog: this.catalog, config: this.config, orphans: (reqs, err) => reqs.forEach((r) => r.fail(err, false)) })
+    // Without orphans: like a lone client, it reconnects by itself and listens again after a lost connection.
+    this.notifier ??= new Client(this.#options, { catalog: this.catalog, config: this.config })
     return this.notifier.listen(channel, handler)
   }
 

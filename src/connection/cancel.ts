@@ -35,7 +35,8 @@ export interface CancelChannel {
   abandon(): void
 }
 
-function timeoutOf(config: ConnectionConfig): number {
+/** How long a cancel connection may take to open, or the server to close it after the CancelRequest. */
+export function cancelTimeoutOf(config: ConnectionConfig): number {
   return config.connectTimeout > 0 ? Math.min(config.connectTimeout, CANCEL_TIMEOUT_MS) : CANCEL_TIMEOUT_MS
 }
 
@@ -43,7 +44,7 @@ function timeoutOf(config: ConnectionConfig): number {
 export function openCancelChannel(config: ConnectionConfig, host: HostAddress, tls: TlsAttempt): CancelChannel {
   let socket: Socket | undefined
   let done = false
-  const limit = timeoutOf(config)
+  const limit = cancelTimeoutOf(config)
   const where = describeHost(host)
   const finish = (): void => {
     done = true

@@ -16,7 +16,7 @@ import { writeTerminate } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
 import { Queue } from './queue.js'
 import type { Request, RequestContext } from './request.js'
-import { openCancelChannel, type CancelChannel } from './cancel.js'
+import { cancelTimeoutOf, openCancelChannel, type CancelChannel } from './cancel.js'
 import { Startup } from './startup.js'
 import { describeHost, socketError, type Transport } from './transport.js'
 
@@ -81,10 +81,15 @@ export class Connection implements MessageSink, RequestContext {
   private cancelSentFor: Request | null = null
   /** CancelRequests sent whose connection the server has not closed yet. */
   private cancelInFlight = 0
+  /** Whether anything was read since the last look (see watchCancelled). */
+  private heard = false
+  private cancelWatch: NodeJS.Timeout | null = null
   /** What the owner attached (the query layer's session for this connection). */
   attachment: unknown = null
   /** Queries that failed with query_canceled while a cancel aimed at another was outstanding: should stay 0. */
   cancelMisfires = 0
+  /** Requests the server has answered in full (with a result or an error): whether the connection was of any use. */
+  completedRequests = 0
   private startup: Startup | null
   private readonly startupDone: Promise<void>
   private settleStartup!: (err: Error | null) => void
@@ -302,6 +307,7 @@ export class Connection implements MessageSink, RequestContext {
 
   private onData(chunk: Buffer): void {
     if (this.state === State.Closed) return
+    this.heard = true
     try {
       this.framer.push(chunk)
       const head = this.inflight.peek()
@@ -351,6 +357,7 @@ export class Connection implements MessageSink, RequestContext {
     }
     if (head.handle(type, buf, start, end)) {
       this.inflight.shift()
+      this.completedRequests++
       if (this.cancelTargets.size > 0 || this.cancelSentFor !== null) this.afterCompletion(head)
       if (this.state === State.Ending && this.inflight.length === 0 && this.pending.length === 0) this.terminate()
     }
@@ -491,9 +498,10 @@ export class Connection implements MessageSink, RequestContext {
           if (wait > 0) this.cancelTimer = setTimeout(check, wait)
           else check()
         },
-        () => {
-          // No cancel connection: the target simply runs to completion.
-          if (this.cancelChannel === channel) this.cancelChannel = null
+        (err: unknown) => {
+          if (this.cancelChannel !== channel) return
+          this.cancelChannel = null
+          this.cancelFailed(req, err)
         },
       )
     }, half)
@@ -516,13 +524,67 @@ export class Connection implements MessageSink, RequestContext {
     this.exposedUntil = last === undefined ? null : new WeakRef(last)
     channel
       .send(this.processId, this.secretKey)
-      .catch(() => {
-        // Nothing to do: the target simply runs to completion.
-      })
+      .then(
+        () => this.watchCancelled(req),
+        (err: unknown) => this.cancelFailed(req, err),
+      )
       .finally(() => {
         this.cancelInFlight--
         this.cancelDone()
       })
+  }
+
+  /**
+   * The CancelRequest for `req` could not be delivered (the cancel connection
+   * was refused, or timed out opening or waiting for the server). Nothing else
+   * can stop the target, and while it runs the writer stays held, so every
+   * query behind it would wait for as long as it runs: forever, when the
+   * connection is as unreachable as the cancel was (a black hole, which TCP
+   * keepalive does not notice while the path still answers). Closing the
+   * connection settles the target (with its TimeoutError or AbortError) and
+   * everything behind it, and the server stops the query when it next writes.
+   */
+  private cancelFailed(req: Request, err: unknown): void {
+    if (this.state === State.Closed || this.inflight.peek() !== req || !this.cancelTargets.has(req)) return
+    const why = err instanceof Error ? err.message : String(err)
+    this.destroy(
+      new ConnectionError(
+        'PG_CONNECTION_CLOSED',
+        `closed the connection to ${this.where}: a query was to be cancelled, but the cancel request could not be delivered (${why})`,
+        { cause: err },
+      ),
+    )
+  }
+
+  /**
+   * The CancelRequest for `req` reached the server: the target's reply (its
+   * error, or its completion if it finished first) is due. A connection that
+   * stays silent for a whole cancel timeout after that is presumed dead (a
+   * black hole that lets new connections through): closing it is the only
+   * way the target and the queries behind it settle. Silence while a
+   * consumer has paused reading is its own doing, and does not count.
+   */
+  private watchCancelled(req: Request): void {
+    if (this.state === State.Closed || this.cancelSentFor !== req) return
+    const limit = cancelTimeoutOf(this.config)
+    this.heard = false
+    const look = (): void => {
+      this.cancelWatch = null
+      if (this.state === State.Closed || this.cancelSentFor !== req) return
+      if (this.heard || this.pausers.size > 0) {
+        this.heard = false
+        this.cancelWatch = setTimeout(look, limit).unref()
+        return
+      }
+      this.destroy(
+        new ConnectionError(
+          'PG_CONNECTION_CLOSED',
+          `closed the connection to ${this.where}: nothing was received for ${limit} ms after a cancel request reached the server`,
+        ),
+      )
+    }
+    // The socket keeps the process alive while the target is pending; this timer must not keep it alive after.
+    this.cancelWatch = setTimeout(look, limit).unref()
   }
 
   /** A request completed: if it was a cancel target, its cancellation is over. */
@@ -538,7 +600,11 @@ export class Connection implements MessageSink, RequestContext {
         this.cancelCheck = null
       }
       this.dropCancelChannel()
-      if (this.cancelSentFor === req) this.cancelSentFor = null
+      if (this.cancelSentFor === req) {
+        this.cancelSentFor = null
+        if (this.cancelWatch !== null) clearTimeout(this.cancelWatch)
+        this.cancelWatch = null
+      }
     }
     const head = this.inflight.peek()
     if (head !== undefined && this.cancelTargets.has(head)) this.cancelHead(head)
@@ -605,6 +671,7 @@ export class Connection implements MessageSink, RequestContext {
     this.pausers.clear()
     this.cancelTargets.clear()
     if (this.cancelTimer !== null) clearTimeout(this.cancelTimer)
+    if (this.cancelWatch !== null) clearTimeout(this.cancelWatch)
     this.socket.destroy()
     // Writers waiting for a drain learn of the closing through their fail().
     this.drainWaiters = []

@@ -40,6 +40,10 @@ const EXECUTING = 64
 const DISCARD = 128
 /** A cursor's Close + Sync was written. */
 const CLOSING = 256
+/** rowMode 'array'. */
+const ARRAY_ROWS = 512
+/** Use the connection's prepared-statement cache. */
+const PREPARE = 1024
 
 /**
  * True when some value cannot be sent as untyped text without knowing its
@@ -117,6 +121,60 @@ const enum Step {
 }
 
 /**
+ * A thenable that rejects with `err`: resolving a promise with it rejects the
+ * promise (one microtask later than calling its reject function would). A
+ * query keeps only the resolve function of its promise, so the reject function
+ * V8 creates with it is garbage at once: 64 bytes less per queued query.
+ */
+function rejection(err: Error): PromiseLike<never> {
+  return {
+    then<A, B>(_ok?: unknown, fail?: ((reason: unknown) => B | PromiseLike<B>) | null): PromiseLike<A | B> {
+      fail!(err)
+      return undefined as unknown as PromiseLike<A | B>
+    },
+  }
+}
+
+/** What few queries need, kept out of the query itself (see ExtendedQuery). */
+interface Extra {
+  /** The abort error, once the signal or timeout fired. */
+  error: Error | null
+  watch: AbortWatch | null
+  /** Parameter types given with typed(), or null. */
+  readonly declared: number[] | null
+  /** Where rows go instead of into the result: stream(), cursor(), queryRaw(). */
+  readonly sink: RowSink | null
+}
+
+/**
+ * What a query needs from the moment it is written: its connection, where it
+ * is in the exchange with the server, and the result being built.
+ */
+class Exchange {
+  step = Step.Bind
+  stmt: Statement | null = null
+  /** Result formats requested in Bind (empty: all text). */
+  formats: number[] = noFormats
+  plan: RowPlan | null = null
+  /** Catalog version the plan was built at, and the types it did not know then. */
+  planVersion = -1
+  planUnknown: readonly number[] = noOids
+  fields: FieldDescription[] = noFields
+  rows: unknown[] | null = null
+  /** DataRows kept as bytes while the types of their columns are being looked up. */
+  held: Uint8Array[] | null = null
+  typesLookup: Promise<void> | null = null
+  tag = ''
+  failure: Error | null = null
+  /** Statements evicted from the cache whose Close + Sync follow this query's Sync. */
+  closes = 0
+  /** Parameter types from this request's own ParameterDescription (describe-first only). */
+  paramTypes: number[] = noOids as number[]
+
+  constructor(readonly ctx: RequestContext) {}
+}
+
+/**
  * One query in the extended protocol, as a request the connection can pipeline:
  * [Parse + Describe S the first time] Bind, [Describe P without a named
  * statement], Execute, Sync — then, behind its own Sync, Close + Sync for any
@@ -134,58 +192,48 @@ const enum Step {
  */
 export class ExtendedQuery implements Request, Abortable {
   readonly promise: Promise<Result<unknown>>
-  private resolve!: (r: Result<unknown>) => void
-  private reject!: (e: Error) => void
-  // Booleans share one field, and the rarely needed state (abort, type lookup,
-  // describe-first) lives in fields that stay null: a query waiting in a queue
-  // a million long must stay small.
+  /** Also rejects: see rejection(). */
+  private resolve!: (r: Result<unknown> | PromiseLike<never>) => void
+  // A query waiting in a queue a million long must stay small (about 250
+  // bytes with its promise): booleans share one field, the state of the
+  // exchange with the server is allocated only when the query is written, and
+  // what few queries need (a signal or timeout, typed() parameters, a row
+  // sink) lives in one object that is null for the rest.
   private flags = 0
-  /** The signal/timeout watch and the abort error, once either matters. */
-  private aborting: { error: Error | null; watch: AbortWatch | null } | null = null
-
-  private step = Step.Bind
-  private stmt: Statement | null = null
-  /** Result formats requested in Bind (empty: all text). */
-  private formats: number[] = noFormats
-  private plan: RowPlan | null = null
-  /** Catalog version the plan was built at, and the types it did not know then. */
-  private planVersion = -1
-  private planUnknown: readonly number[] = noOids
-  private fields: FieldDescription[] = noFields
-  private rows: unknown[] | null = null
-  /** DataRows kept as bytes while the types of their columns are being looked up. */
-  private held: Uint8Array[] | null = null
-  private typesLookup: Promise<void> | null = null
-  private tag = ''
-  private failure: Error | null = null
-  private closes = 0
-  private ctx: RequestContext | null = null
-  /** Parameter types from this request's own ParameterDescription (describe-first only). */
-  private paramTypes: number[] = noOids as number[]
-  /** Set only for a raw pass-through: see Request.chunkEnd. */
-  chunkEnd?: () => void
+  private extra: Extra | null = null
+  /** The exchange with the server, from the moment the query is written. */
+  private x: Exchange | null = null
+  private readonly values: readonly unknown[]
+  private readonly view: TypeView
 
   constructor(
     readonly text: string,
-    private readonly values: readonly unknown[],
-    private readonly rowMode: RowMode,
-    private readonly prepare: boolean,
-    private readonly view: TypeView,
+    values: readonly unknown[],
+    rowMode: RowMode,
+    prepare: boolean,
+    view: TypeView,
     /** Parameter types given with typed(), or null. */
-    private readonly declared: number[] | null,
+    declared: number[] | null,
     /** Where rows go instead of into the result: stream(), cursor(), queryRaw(). */
-    private readonly sink: RowSink | null = null,
+    sink: RowSink | null = null,
   ) {
-    this.promise = new Promise((resolve, reject) => {
+    this.promise = new Promise((resolve) => {
       this.resolve = resolve
-      this.reject = reject
     })
-    if (sink !== null && sink.kind === SinkKind.Raw) this.chunkEnd = () => sink.chunkEnd()
+    this.values = values
+    this.view = view
+    if (rowMode === 'array') this.flags |= ARRAY_ROWS
+    if (prepare) this.flags |= PREPARE
+    if (declared !== null || sink !== null) this.extra = { error: null, watch: null, declared, sink }
+  }
+
+  private get sink(): RowSink | null {
+    return this.extra?.sink ?? null
   }
 
   /** The session of the connection this request was written on. */
   private get session(): Session {
-    return this.ctx!.attachment as Session
+    return this.x!.ctx.attachment as Session
   }
 
   /** Abandoned before being written: the connection skips it. */
@@ -194,25 +242,36 @@ export class ExtendedQuery implements Request, Abortable {
   }
 
   private get abortError(): Error | null {
-    return this.aborting?.error ?? null
+    return this.extra?.error ?? null
+  }
+
+  /** For a raw pass-through: see Request.chunkEnd. */
+  chunkEnd(): void {
+    const sink = this.sink
+    if (sink !== null && sink.kind === SinkKind.Raw) sink.chunkEnd()
   }
 
   /** True once the request was written to a connection (the server may have seen it). */
   get wasSent(): boolean {
-    return this.ctx !== null
+    return this.x !== null
   }
 
   /** Ties the request to an AbortSignal and/or a timeout (ms). */
   watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
     if (signal === undefined && timeout === undefined) return
-    ;(this.aborting ??= { error: null, watch: null }).watch = new AbortWatch(this, signal, timeout)
+    this.extras().watch = new AbortWatch(this, signal, timeout)
+  }
+
+  private extras(): Extra {
+    return (this.extra ??= { error: null, watch: null, declared: null, sink: null })
   }
 
   /** Aborted by its signal or timeout: dropped if not written yet, else cancelled on the server. */
   abort(err: Error): void {
     if ((this.flags & SETTLED) !== 0 || this.abortError !== null) return
-    ;(this.aborting ??= { error: null, watch: null }).error = err
-    if (this.ctx === null) {
+    this.extras().error = err
+    const x = this.x
+    if (x === null) {
       this.flags |= DROPPED
       this.rejectWith(err)
       return
@@ -220,37 +279,38 @@ export class ExtendedQuery implements Request, Abortable {
     if (this.sink !== null) this.flags |= DISCARD
     // A cursor between batches has nothing running on the server to cancel
     // (a CancelRequest would be ignored): it is simply closed.
-    if (this.sink?.kind === SinkKind.Cursor && this.step === Step.Rows && (this.flags & EXECUTING) === 0) this.closeCursor()
-    else this.ctx.requestCancel(this)
+    if (this.sink?.kind === SinkKind.Cursor && x.step === Step.Rows && (this.flags & EXECUTING) === 0) this.closeCursor()
+    else x.ctx.requestCancel(this)
   }
 
   private rejectWith(err: Error): void {
     if ((this.flags & SETTLED) !== 0) return
     this.flags |= SETTLED
-    this.aborting?.watch?.done()
+    this.extra?.watch?.done()
     const abort = this.abortError
     if (abort !== null && abort !== err && err instanceof Error) {
       // Keep what actually happened (the server's query_canceled, a lost connection) as the cause.
       if (abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
     }
-    this.reject(abort ?? err)
+    this.resolve(rejection(abort ?? err))
   }
 
   private resolveWith(r: Result<unknown>): void {
     if ((this.flags & SETTLED) !== 0) return
     if (this.abortError !== null) return this.rejectWith(this.abortError)
     this.flags |= SETTLED
-    this.aborting?.watch?.done()
+    this.extra?.watch?.done()
     this.resolve(r)
   }
 
   encode(w: Writer, ctx: RequestContext): void {
-    this.ctx = ctx
+    const x = new Exchange(ctx)
+    this.x = x
     // A huge generated text is not worth keeping as a prepared statement, here or on the server.
-    const cache = this.prepare && cacheableText(this.text) ? this.session.statements : null
-    if (cache === null) return this.encodeUnnamed(w, ctx)
+    const cache = (this.flags & PREPARE) !== 0 && cacheableText(this.text) ? this.session.statements : null
+    if (cache === null) return this.encodeUnnamed(w, ctx, x)
 
-    const declared = this.declared
+    const declared = this.extra?.declared ?? null
     const key = declared === null ? this.text : `${this.text}\0${declared.join(',')}`
     let stmt = cache.get(key)
     const created = stmt === undefined
@@ -271,10 +331,10 @@ export class ExtendedQuery implements Request, Abortable {
         throw new ArgumentError(`the query has ${types.length} parameter${types.length === 1 ? '' : 's'} but ${n} value${n === 1 ? ' was' : 's were'} given`)
       }
       const formats = sink !== null && sink.kind === SinkKind.Raw ? sink.formats(stmt.fields!) : shape.resultFormats
-      this.formats = formats
-      this.plan = shape.plan
-      this.planVersion = shape.version
-      this.planUnknown = shape.unknown
+      x.formats = formats
+      x.plan = shape.plan
+      x.planVersion = shape.version
+      x.planUnknown = shape.unknown
       presize(w, this.values)
       writeBind(w, '', stmt.name, n, (w, i) => this.param(w, i, types[i]!), formats)
     } else if (sink !== null || needsTypes(this.values, stmt.declaredTypes)) {
@@ -291,13 +351,13 @@ export class ExtendedQuery implements Request, Abortable {
 
     // Past this point nothing can throw: commit the cache changes.
     stmt.users++
-    this.stmt = stmt
+    x.stmt = stmt
     if (created) {
       this.flags |= PARSING | DESCRIBING
-      this.step = Step.Parse
+      x.step = Step.Parse
       cache.insert(stmt)
     } else {
-      this.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
+      x.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
     }
     // Statements evicted from the cache are closed behind this query, each with
     // its own Sync so that a failure there concerns nobody. Not behind a
@@ -306,15 +366,15 @@ export class ExtendedQuery implements Request, Abortable {
     for (const old of cache.takeEvicted()) {
       writeClose(w, 'S', old.name)
       writeSync(w)
-      this.closes++
+      x.closes++
     }
   }
 
-  private encodeUnnamed(w: Writer, ctx: RequestContext): void {
+  private encodeUnnamed(w: Writer, ctx: RequestContext, x: Exchange): void {
     checkText(this.text)
-    const declared = this.declared ?? noOids
+    const declared = this.extra?.declared ?? noOids
     writeParse(w, '', this.text, declared)
-    this.step = Step.Parse
+    x.step = Step.Parse
     if (this.sink !== null || needsTypes(this.values, declared)) {
       writeDescribe(w, 'S', '')
       writeFlush(w)
@@ -346,10 +406,11 @@ export class ExtendedQuery implements Request, Abortable {
 
   /** Cursor: asks for the next batch. */
   more(): void {
-    if (this.step !== Step.Rows || (this.flags & (EXECUTING | CLOSING | SETTLED)) !== 0) return
+    const x = this.x
+    if (x === null || x.step !== Step.Rows || (this.flags & (EXECUTING | CLOSING | SETTLED)) !== 0) return
     this.flags |= EXECUTING
     const size = this.sink!.batchSize
-    this.ctx!.writeNow((w) => {
+    x.ctx.writeNow((w) => {
       writeExecute(w, '', size)
       writeFlush(w)
     })
@@ -361,22 +422,23 @@ export class ExtendedQuery implements Request, Abortable {
    */
   closeCursor(): void {
     if ((this.flags & (CLOSING | SETTLED)) !== 0) return
-    if (this.ctx === null) {
+    const x = this.x
+    if (x === null) {
       // Not written yet: it never will be.
       this.abort(new AbortError('the cursor was closed before it was read'))
       return
     }
-    if (this.step >= Step.CursorClosing) return
+    if (x.step >= Step.CursorClosing) return
     this.flags |= CLOSING | DISCARD
     // Still being described: bindDescribed() ends it with a Sync instead of a Bind.
     if ((this.flags & BIND_DEFERRED) !== 0) return
     this.flags &= ~UNSYNCED
-    const ctx = this.ctx
+    const ctx = x.ctx
     ctx.writeNow((w) => {
       writeClose(w, 'P', '')
       writeSync(w)
     })
-    if ((this.flags & EXECUTING) === 0) this.step = Step.CursorClosing
+    if ((this.flags & EXECUTING) === 0) x.step = Step.CursorClosing
     ctx.releaseWriter(this)
   }
 
@@ -386,39 +448,40 @@ export class ExtendedQuery implements Request, Abortable {
    * its type, Sync alone closes the exchange and the query fails with that.
    */
   private bindDescribed(fields: FieldDescription[], paramTypes: number[]): void {
-    const ctx = this.ctx!
+    const x = this.x!
+    const ctx = x.ctx
     this.flags &= ~(BIND_DEFERRED | UNSYNCED)
     const n = this.values.length
-    const name = this.stmt?.name ?? ''
+    const name = x.stmt?.name ?? ''
     const sink = this.sink
     try {
       if (this.abortError !== null || (this.flags & CLOSING) !== 0) {
         // Aborted or closed while being described: nothing was executed, nothing will be.
         ctx.writeNow(writeSync)
-        this.step = Step.Complete
+        x.step = Step.Complete
         return
       }
       if (n !== paramTypes.length) {
         throw new ArgumentError(`the query has ${paramTypes.length} parameter${paramTypes.length === 1 ? '' : 's'} but ${n} value${n === 1 ? ' was' : 's were'} given`)
       }
-      const shape = this.stmt !== null ? this.stmt.shape(this.view, this.session.catalog) : makeShape(fields, paramTypes, this.view, this.session.catalog)
+      const shape = x.stmt !== null ? x.stmt.shape(this.view, this.session.catalog) : makeShape(fields, paramTypes, this.view, this.session.catalog)
       const formats = sink !== null && sink.kind === SinkKind.Raw ? sink.formats(fields) : shape.resultFormats
       ctx.writeNow((w) => {
         presize(w, this.values)
         writeBind(w, '', name, n, (w, i) => this.param(w, i, paramTypes[i]!), formats)
         this.writeTail(w, ctx)
       })
-      this.formats = formats
-      this.plan = shape.plan
-      this.planVersion = shape.version
-      this.planUnknown = shape.unknown
-      this.step = Step.Bind
+      x.formats = formats
+      x.plan = shape.plan
+      x.planVersion = shape.version
+      x.planUnknown = shape.unknown
+      x.step = Step.Bind
     } catch (err) {
       if (!(err instanceof ParameterError || err instanceof ArgumentError)) throw err
       this.flags &= ~(EXECUTING | UNSYNCED)
       ctx.writeNow(writeSync)
-      this.failure = err
-      this.step = Step.Complete
+      x.failure = err
+      x.step = Step.Complete
     } finally {
       // A cursor keeps the writer until it closes.
       if ((this.flags & UNSYNCED) === 0) ctx.releaseWriter(this)
@@ -453,94 +516,95 @@ export class ExtendedQuery implements Request, Abortable {
   }
 
   private violation(type: number): never {
-    throw new ProtocolError(`server sent ${backendMessageName(type)} where a reply to Parse/Bind/Execute could not contain it (query step ${this.step})`)
+    throw new ProtocolError(`server sent ${backendMessageName(type)} where a reply to Parse/Bind/Execute could not contain it (query step ${this.x?.step})`)
   }
 
   handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
+    const x = this.x!
     switch (type) {
       case Backend.DataRow:
-        if (this.step !== Step.Rows) {
-          if (this.step === Step.CursorClosing) return false
+        if (x.step !== Step.Rows) {
+          if (x.step === Step.CursorClosing) return false
           this.violation(type)
         }
-        if (this.held !== null) this.held.push(copyBytes(buf, start, end))
-        else this.row(buf, start, end)
+        if (x.held !== null) x.held.push(copyBytes(buf, start, end))
+        else this.row(x, buf, start, end)
         return false
       case Backend.ParseComplete:
-        if (this.step !== Step.Parse) this.violation(type)
-        this.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
+        if (x.step !== Step.Parse) this.violation(type)
+        x.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
         return false
       case Backend.ParameterDescription:
-        if (this.step !== Step.ParamDesc) this.violation(type)
-        this.paramTypes = decodeParameterDescription(buf, start, end)
-        if (this.stmt !== null) this.stmt.paramTypes = this.paramTypes
-        this.step = Step.StmtDesc
+        if (x.step !== Step.ParamDesc) this.violation(type)
+        x.paramTypes = decodeParameterDescription(buf, start, end)
+        if (x.stmt !== null) x.stmt.paramTypes = x.paramTypes
+        x.step = Step.StmtDesc
         return false
       case Backend.RowDescription:
-        if (this.step === Step.StmtDesc) this.described(decodeRowDescription(buf, start, end))
-        else if (this.step === Step.PortalDesc) {
+        if (x.step === Step.StmtDesc) this.described(decodeRowDescription(buf, start, end))
+        else if (x.step === Step.PortalDesc) {
           this.rowsBegin(decodeRowDescription(buf, start, end))
           if (this.sink !== null && this.sink.kind === SinkKind.Raw) this.sink.message(buf, start, end)
         } else this.violation(type)
         return false
       case Backend.NoData:
-        if (this.step === Step.StmtDesc) this.described(noFields)
-        else if (this.step === Step.PortalDesc) this.rowsBegin(noFields)
+        if (x.step === Step.StmtDesc) this.described(noFields)
+        else if (x.step === Step.PortalDesc) this.rowsBegin(noFields)
         else this.violation(type)
         return false
       case Backend.BindComplete:
-        if (this.step !== Step.Bind) this.violation(type)
+        if (x.step !== Step.Bind) this.violation(type)
         // A raw pass-through described its portal: its RowDescription comes next.
-        if (this.sink !== null && this.sink.kind === SinkKind.Raw) this.step = Step.PortalDesc
-        else if (this.stmt === null) {
-          if ((this.flags & DESCRIBING) !== 0) this.rowsBegin(this.fields)
-          else this.step = Step.PortalDesc
+        if (this.sink !== null && this.sink.kind === SinkKind.Raw) x.step = Step.PortalDesc
+        else if (x.stmt === null) {
+          if ((this.flags & DESCRIBING) !== 0) this.rowsBegin(x.fields)
+          else x.step = Step.PortalDesc
         } else {
           // A statement parsed by an earlier request is described by now: its
           // Describe replies came before this Bind's.
-          const fields = this.stmt.fields
+          const fields = x.stmt.fields
           if (fields === null) throw new ProtocolError('server completed a Bind for a statement it never described')
           this.rowsBegin(fields)
         }
         return false
       case Backend.CommandComplete:
-        if (this.step !== Step.Rows && this.step !== Step.CopyOutDone) this.violation(type)
-        this.tag = decodeCommandComplete(buf, start, end)
-        this.session.commandCompleted(this.tag)
-        this.step = Step.Complete
+        if (x.step !== Step.Rows && x.step !== Step.CopyOutDone) this.violation(type)
+        x.tag = decodeCommandComplete(buf, start, end)
+        this.session.commandCompleted(x.tag)
+        x.step = Step.Complete
         if (this.sink !== null) this.sinkDone(buf, start, end)
         return false
       case Backend.EmptyQueryResponse:
-        if (this.step !== Step.Rows) this.violation(type)
-        this.step = Step.Complete
+        if (x.step !== Step.Rows) this.violation(type)
+        x.step = Step.Complete
         if (this.sink !== null) this.sinkDone(buf, start, end)
         return false
       case Backend.PortalSuspended:
-        if (this.step !== Step.Rows || (this.flags & EXECUTING) === 0) this.violation(type)
+        if (x.step !== Step.Rows || (this.flags & EXECUTING) === 0) this.violation(type)
         this.flags &= ~EXECUTING
-        if ((this.flags & CLOSING) !== 0) this.step = Step.CursorClosing
+        if ((this.flags & CLOSING) !== 0) x.step = Step.CursorClosing
         else if ((this.flags & DISCARD) !== 0) this.closeCursor()
         else this.sink!.batch(false)
         return false
       case Backend.CopyOutResponse:
-        if (this.step !== Step.Rows) this.violation(type)
-        this.step = Step.CopyOut
-        this.failure ??= new ProtocolError('COPY TO STDOUT cannot run through query(); its data was discarded')
+        if (x.step !== Step.Rows) this.violation(type)
+        x.step = Step.CopyOut
+        x.failure ??= new ProtocolError('COPY TO STDOUT cannot run through query(); its data was discarded')
         return false
       case Backend.CopyData:
-        if (this.step !== Step.CopyOut) this.violation(type)
+        if (x.step !== Step.CopyOut) this.violation(type)
         return false
       case Backend.CopyDone:
-        if (this.step !== Step.CopyOut) this.violation(type)
-        this.step = Step.CopyOutDone
+        if (x.step !== Step.CopyOut) this.violation(type)
+        x.step = Step.CopyOutDone
         return false
       case Backend.CopyInResponse:
-        if (this.step !== Step.Rows) this.violation(type)
+        if (x.step !== Step.Rows) this.violation(type)
         return this.refuseCopyIn()
       case Backend.CloseComplete:
-        if (this.step === Step.CursorClosing) this.step = Step.Complete
-        else if (this.step !== Step.CloseComplete) this.violation(type)
-        else this.step = Step.CloseReady
+        if (x.step === Step.CursorClosing) x.step = Step.Complete
+        else if (x.step !== Step.CloseComplete) this.violation(type)
+        else x.step = Step.CloseReady
         return false
       case Backend.ReadyForQuery:
         return this.ready()
@@ -551,24 +615,25 @@ export class ExtendedQuery implements Request, Abortable {
 
   /** The description of the statement, from this request's own Describe. */
   private described(fields: FieldDescription[]): void {
-    const stmt = this.stmt
+    const x = this.x!
+    const stmt = x.stmt
     const catalog = this.session.catalog
     if (stmt !== null) {
       stmt.fields = fields
       if (stmt.state === StatementState.Parsing) stmt.state = StatementState.Ready
-    } else this.fields = fields
-    this.step = Step.Bind
+    } else x.fields = fields
+    x.step = Step.Bind
     if ((this.flags & BIND_DEFERRED) !== 0) {
       // The parameters are bound by their types, so unknown ones must be
       // learned first: looked up right now, ahead of everything queued (this
       // request holds the writer), then bound.
-      const unknown = this.paramTypes.filter((oid) => !catalog.knows(oid))
+      const unknown = x.paramTypes.filter((oid) => !catalog.knows(oid))
       if (this.sink !== null) for (const f of fields) if (!catalog.knows(f.typeOid)) unknown.push(f.typeOid)
       if (unknown.length > 0 && this.abortError === null && (this.flags & CLOSING) === 0) {
-        void this.session.lookupTypesAhead(unknown, this.ctx!).then(() => {
-          if (this.step === Step.Bind) this.bindDescribed(fields, this.paramTypes)
+        void this.session.lookupTypesAhead(unknown, x.ctx).then(() => {
+          if (x.step === Step.Bind) this.bindDescribed(fields, x.paramTypes)
         })
-      } else this.bindDescribed(fields, this.paramTypes)
+      } else this.bindDescribed(fields, x.paramTypes)
     } else if (stmt !== null) {
       // Start learning unknown parameter and column types now, for the executions to come.
       const shape = stmt.shape(this.view, catalog)
@@ -578,75 +643,77 @@ export class ExtendedQuery implements Request, Abortable {
 
   /** Rows may follow: settle on the plan, or hold rows until unknown column types are learned. */
   private rowsBegin(fields: FieldDescription[]): void {
-    this.fields = fields
-    this.step = Step.Rows
+    const x = this.x!
+    x.fields = fields
+    x.step = Step.Rows
     const catalog = this.session.catalog
     const sink = this.sink
     if (sink !== null) {
       // Described and its types looked up before it was bound: nothing to hold.
-      if (sink.kind !== SinkKind.Raw && (this.plan === null || this.planVersion !== catalog.version)) {
-        this.plan = this.view.plan(fields, this.formats)
-        this.planVersion = catalog.version
+      if (sink.kind !== SinkKind.Raw && (x.plan === null || x.planVersion !== catalog.version)) {
+        x.plan = this.view.plan(fields, x.formats)
+        x.planVersion = catalog.version
       }
-      sink.begin(fields, this.ctx!)
+      sink.begin(fields, x.ctx)
       return
     }
-    if (this.plan === null) {
+    if (x.plan === null) {
       // Bound before the description was known: the rows come in text.
-      if (this.stmt !== null) {
-        const shape = this.stmt.shape(this.view, catalog)
-        this.plan = shape.textPlan
-        this.planVersion = shape.version
-        this.planUnknown = shape.unknown
+      if (x.stmt !== null) {
+        const shape = x.stmt.shape(this.view, catalog)
+        x.plan = shape.textPlan
+        x.planVersion = shape.version
+        x.planUnknown = shape.unknown
       } else {
-        this.plan = this.view.plan(fields, noFormats)
-        this.planVersion = catalog.version
-        this.planUnknown = fields.filter((f) => !catalog.knows(f.typeOid)).map((f) => f.typeOid)
+        x.plan = this.view.plan(fields, noFormats)
+        x.planVersion = catalog.version
+        x.planUnknown = fields.filter((f) => !catalog.knows(f.typeOid)).map((f) => f.typeOid)
       }
     }
-    if (this.planVersion === catalog.version && this.planUnknown.length === 0) return
+    if (x.planVersion === catalog.version && x.planUnknown.length === 0) return
     const missing = fields.filter((f) => !catalog.knows(f.typeOid)).map((f) => f.typeOid)
     if (missing.length > 0) {
-      this.typesLookup = this.session.lookupTypes(missing)
-      this.held = []
-    } else if (this.planVersion !== catalog.version) {
-      this.plan = this.view.plan(fields, this.formats)
-      this.planVersion = catalog.version
+      x.typesLookup = this.session.lookupTypes(missing)
+      x.held = []
+    } else if (x.planVersion !== catalog.version) {
+      x.plan = this.view.plan(fields, x.formats)
+      x.planVersion = catalog.version
     }
   }
 
-  private row(buf: Uint8Array, start: number, end: number): void {
-    if (this.sink !== null) return this.sinkRow(this.sink, buf, start, end)
-    const plan = this.plan!
+  private row(x: Exchange, buf: Uint8Array, start: number, end: number): void {
+    const sink = this.sink
+    if (sink !== null) return this.sinkRow(sink, x, buf, start, end)
+    const plan = x.plan!
     try {
-      ;(this.rows ??= []).push(this.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end))
+      ;(x.rows ??= []).push((this.flags & ARRAY_ROWS) !== 0 ? plan.array(buf, start, end) : plan.object(buf, start, end))
     } catch (err) {
       if (err instanceof ProtocolError) throw err
       // A value that fails to decode fails this query only; the stream stays in step.
-      this.failure ??= err as Error
+      x.failure ??= err as Error
     }
   }
 
-  private sinkRow(sink: RowSink, buf: Uint8Array, start: number, end: number): void {
+  private sinkRow(sink: RowSink, x: Exchange, buf: Uint8Array, start: number, end: number): void {
     if ((this.flags & DISCARD) !== 0) return
     if (sink.kind === SinkKind.Raw) {
       // Passed on undecoded, but never a row that does not fit the description.
       const n = end - start >= 2 ? (buf[start]! << 8) | buf[start + 1]! : -1
-      if (n !== this.fields.length) throw new ProtocolError(`server sent a DataRow with ${n} columns where the RowDescription has ${this.fields.length}`)
+      if (n !== x.fields.length) throw new ProtocolError(`server sent a DataRow with ${n} columns where the RowDescription has ${x.fields.length}`)
       sink.message(buf, start, end)
       return
     }
-    const plan = this.plan!
+    const plan = x.plan!
     let row: unknown
     try {
-      row = this.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end)
+      row = (this.flags & ARRAY_ROWS) !== 0 ? plan.array(buf, start, end) : plan.object(buf, start, end)
     } catch (err) {
       if (err instanceof ProtocolError) throw err
       // The consumer gets this error; the rest of the result is not worth reading.
-      this.failure ??= err as Error
+      x.failure ??= err as Error
       this.flags |= DISCARD
       if (sink.kind === SinkKind.Cursor && (this.flags & EXECUTING) === 0) this.closeCursor()
-      else this.ctx!.requestCancel(this)
+      else x.ctx.requestCancel(this)
       return
     }
     sink.row(row)
@@ -654,6 +721,7 @@ export class ExtendedQuery implements Request, Abortable {
 
   /** CommandComplete or EmptyQueryResponse of a sink's query. */
   private sinkDone(buf: Uint8Array, start: number, end: number): void {
+    const x = this.x!
     const sink = this.sink!
     if (sink.kind === SinkKind.Raw) {
       if ((this.flags & DISCARD) === 0) sink.message(buf, start, end)
@@ -664,11 +732,11 @@ export class ExtendedQuery implements Request, Abortable {
     this.flags &= ~(EXECUTING | UNSYNCED)
     if ((this.flags & CLOSING) !== 0) {
       // Close + Sync are on their way already.
-      this.step = Step.CursorClosing
+      x.step = Step.CursorClosing
       return
     }
-    this.ctx!.writeNow(writeSync)
-    this.ctx!.releaseWriter(this)
+    x.ctx.writeNow(writeSync)
+    x.ctx.releaseWriter(this)
     if ((this.flags & DISCARD) === 0) sink.batch(true)
   }
 
@@ -681,36 +749,38 @@ export class ExtendedQuery implements Request, Abortable {
    * connection is closed rather than risk a misattributed result.
    */
   private refuseCopyIn(): boolean {
-    const ctx = this.ctx!
+    const x = this.x!
+    const ctx = x.ctx
     if (ctx.inflightBehind > 0) {
       ctx.destroy(new ProtocolError('COPY FROM STDIN was started through query() while other queries were in flight; use copyFrom() for COPY FROM STDIN'))
       return false
     }
-    this.failure ??= new ProtocolError('COPY FROM STDIN cannot run through query(); use copyFrom()')
+    x.failure ??= new ProtocolError('COPY FROM STDIN cannot run through query(); use copyFrom()')
     ctx.writeNow((w) => {
       writeCopyFail(w, 'COPY FROM STDIN is not supported through query()')
       writeSync(w)
     })
-    this.step = Step.CopyInRefused
+    x.step = Step.CopyInRefused
     return false
   }
 
   error(fields: PgErrorFields): void {
-    const step = this.step
+    const x = this.x!
+    const step = x.step
     if (step === Step.CopyInRefused) {
       // The answer to our CopyFail; the failure explaining why is already set.
-      this.step = Step.Complete
+      x.step = Step.Complete
       return
     }
     if (step === Step.CloseComplete) {
       // A failed Close of an evicted statement concerns nobody; its ReadyForQuery follows.
-      this.step = Step.CloseReady
+      x.step = Step.CloseReady
       return
     }
-    if (step === Step.CloseReady || step === Step.Done || (step === Step.Complete && this.failure instanceof PgError)) {
+    if (step === Step.CloseReady || step === Step.Done || (step === Step.Complete && x.failure instanceof PgError)) {
       throw new ProtocolError(`server sent an ErrorResponse where it was not allowed: ${fields.message}`)
     }
-    const stmt = this.stmt
+    const stmt = x.stmt
     let err = new PgError(fields, this.text)
     if (stmt !== null) {
       if ((this.flags & PARSING) !== 0 && (step === Step.Parse || step === Step.ParamDesc || step === Step.StmtDesc)) {
@@ -730,56 +800,58 @@ export class ExtendedQuery implements Request, Abortable {
     if (sink !== null) {
       if (sink.kind === SinkKind.Raw && (this.flags & DISCARD) === 0) sink.error(fields)
       // A decoding failure that made the query stop early is what the consumer gets.
-      if ((this.flags & DISCARD) === 0 || this.failure === null) this.failure = err
+      if ((this.flags & DISCARD) === 0 || x.failure === null) x.failure = err
       this.flags &= ~EXECUTING
-    } else this.failure = err
-    this.step = Step.Complete
+    } else x.failure = err
+    x.step = Step.Complete
     if ((this.flags & UNSYNCED) !== 0) {
       // Written without a Sync yet (a statement described before it is bound,
       // a cursor between batches): the server now skips to one.
       this.flags &= ~(BIND_DEFERRED | UNSYNCED)
-      this.ctx!.writeNow(writeSync)
-      this.ctx!.releaseWriter(this)
+      x.ctx.writeNow(writeSync)
+      x.ctx.releaseWriter(this)
     }
   }
 
   private ready(): boolean {
-    if (this.step === Step.CloseReady) {
-      this.closes--
-      this.step = this.closes > 0 ? Step.CloseComplete : Step.Done
-      return this.step === Step.Done
+    const x = this.x!
+    if (x.step === Step.CloseReady) {
+      x.closes--
+      x.step = x.closes > 0 ? Step.CloseComplete : Step.Done
+      return x.step === Step.Done
     }
-    if (this.step !== Step.Complete && this.step !== Step.CopyInRefused) this.violation(Backend.ReadyForQuery)
-    this.release()
+    if (x.step !== Step.Complete && x.step !== Step.CopyInRefused) this.violation(Backend.ReadyForQuery)
+    this.release(x)
     // A raw pass-through writes out what it gathered before its caller hears the end.
     if (this.sink !== null && this.sink.kind === SinkKind.Raw) this.sink.chunkEnd()
-    if (this.typesLookup !== null) {
-      const lookup = this.typesLookup
+    if (x.typesLookup !== null) {
+      const lookup = x.typesLookup
       void lookup.then(() => this.settleHeld())
     } else this.settle()
-    if (this.closes > 0) {
-      this.step = Step.CloseComplete
+    if (x.closes > 0) {
+      x.step = Step.CloseComplete
       return false
     }
-    this.step = Step.Done
+    x.step = Step.Done
     return true
   }
 
   /** Decodes the rows held for a type lookup, now that the catalog knows what it could learn. */
   private settleHeld(): void {
-    const held = this.held!
-    this.held = null
+    const x = this.x!
+    const held = x.held!
+    x.held = null
     try {
-      this.plan = this.view.plan(this.fields, this.formats)
+      x.plan = this.view.plan(x.fields, x.formats)
     } catch (err) {
-      this.failure ??= err as Error
+      x.failure ??= err as Error
     }
-    if (this.failure === null) {
+    if (x.failure === null) {
       for (const raw of held) {
         try {
-          this.row(raw, 0, raw.length)
+          this.row(x, raw, 0, raw.length)
         } catch (err) {
-          this.failure ??= err as Error
+          x.failure ??= err as Error
         }
       }
     }
@@ -787,24 +859,27 @@ export class ExtendedQuery implements Request, Abortable {
   }
 
   private settle(): void {
-    if (this.failure !== null) this.rejectWith(this.failure)
+    const x = this.x!
+    if (x.failure !== null) this.rejectWith(x.failure)
     else {
-      const { command, rowCount } = parseCommandTag(this.tag)
-      this.resolveWith({ rows: this.rows ?? [], rowCount, command, fields: this.fields })
+      const { command, rowCount } = parseCommandTag(x.tag)
+      this.resolveWith({ rows: x.rows ?? [], rowCount, command, fields: x.fields })
     }
   }
 
   fail(err: Error, _sent: boolean): void {
-    if (this.step === Step.Done) return
-    if (this.step < Step.CloseComplete) {
-      this.release()
+    const x = this.x
+    if (x === null) return this.rejectWith(err)
+    if (x.step === Step.Done) return
+    if (x.step < Step.CloseComplete) {
+      this.release(x)
       this.rejectWith(err)
     }
-    this.step = Step.Done
+    x.step = Step.Done
   }
 
-  private release(): void {
-    const stmt = this.stmt
+  private release(x: Exchange): void {
+    const stmt = x.stmt
     if (stmt === null) return
     const cache = this.session.statements
     if (cache !== null) cache.release(stmt)
