@@ -64,7 +64,7 @@ export interface ConnectOptions {
   minProtocolVersion?: ProtocolVersion | 'latest'
   /** Protocol version to ask for: `3.2` (default), `3.0` or `latest` (PGMAXPROTOCOLVERSION). */
   maxProtocolVersion?: ProtocolVersion | 'latest'
-  /** Milliseconds to wait for each host to accept a connection; 0 (default) waits forever (PGCONNECT_TIMEOUT, in seconds). */
+  /** Milliseconds to wait for each host to accept a connection (default 30000); 0 waits forever (PGCONNECT_TIMEOUT, in seconds). */
   connectTimeout?: number
   /** Enable TCP keepalive probes. Default true. */
   keepAlive?: boolean

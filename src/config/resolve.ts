@@ -53,6 +53,8 @@ export interface ResolveOptions {
 export const DEFAULT_MAX_MESSAGE_SIZE = 2 ** 30 + 2 ** 16
 export const DEFAULT_STATEMENT_CACHE_SIZE = 256
 export const DEFAULT_KEEPALIVE_IDLE_MS = 60_000
+// A server (or a path) that never answers must not hang the caller forever; 0 still means no limit, as in libpq.
+export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000
 
 const SSL_MODES: readonly SslMode[] = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full']
 const CHANNEL_BINDINGS: readonly ChannelBinding[] = ['disable', 'prefer', 'require']
@@ -159,7 +161,7 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
     requireAuth: requireAuthFound === undefined ? undefined : parseRequireAuth(text(requireAuthFound), requireAuthFound.origin),
     minProtocolVersion,
     maxProtocolVersion,
-    connectTimeout: duration(src.find('connectTimeout', 'connect_timeout'), 0, true),
+    connectTimeout: duration(src.find('connectTimeout', 'connect_timeout'), DEFAULT_CONNECT_TIMEOUT_MS, true),
     keepAlive: bool(src.find('keepAlive', 'keepalives'), true),
     keepAliveIdle: duration(src.find('keepAliveIdle', 'keepalives_idle'), DEFAULT_KEEPALIVE_IDLE_MS, false),
     targetSessionAttrs: targetFound === undefined ? 'any' : parseEnum(text(targetFound), TARGET_SESSION_ATTRS, targetFound.origin),

@@ -3,7 +3,7 @@ import { readFileSync, existsSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { isIP } from 'node:net'
-import { checkServerIdentity, type ConnectionOptions as TlsConnectionOptions } from 'node:tls'
+import { checkServerIdentity, createSecureContext, type ConnectionOptions as TlsConnectionOptions } from 'node:tls'
 import type { ConnectionConfig } from '../config/types.js'
 import { ConfigError } from '../errors.js'
 
@@ -81,7 +81,12 @@ export function tlsOptionsFor(config: ConnectionConfig, host: string, direct: bo
   const unix = host.startsWith('/') || host.startsWith('@')
   if (!unix && config.sslsni && isIP(host) === 0) opts.servername = host
   if (direct) opts.ALPNProtocols = ['postgresql']
-  return { ...opts, ...userTls } as TlsConnectionOptions
+  const all = { ...opts, ...userTls } as TlsConnectionOptions
+  // A TLS socket keeps the options it was connected with, where inspect()
+  // reaches them: the key and its passphrase go into a secure context instead.
+  const { key, passphrase, pfx, ...rest } = all
+  if ((key === undefined && passphrase === undefined && pfx === undefined) || all.secureContext !== undefined) return all
+  return { ...rest, secureContext: createSecureContext(all) }
 }
 
 /**

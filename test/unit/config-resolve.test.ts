@@ -38,7 +38,7 @@ describe('defaults', () => {
     assert.equal(c.requireAuth, undefined)
     assert.equal(c.minProtocolVersion, '3.0')
     assert.equal(c.maxProtocolVersion, '3.2')
-    assert.equal(c.connectTimeout, 0)
+    assert.equal(c.connectTimeout, 30_000)
     assert.equal(c.keepAlive, true)
     assert.equal(c.keepAliveIdle, 60_000)
     assert.equal(c.targetSessionAttrs, 'any')
@@ -125,7 +125,7 @@ describe('precedence: options > connection string > environment > defaults', () 
       option: { connectTimeout: 1500 },
       str: 'connect_timeout=3',
       env: { PGCONNECT_TIMEOUT: '4' },
-      values: [1500, 3000, 4000, 0],
+      values: [1500, 3000, 4000, 30_000],
     },
     {
       name: 'target session attrs',
