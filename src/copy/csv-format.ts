@@ -1,12 +1,12 @@
 import { ProtocolError } from '../errors.js'
 import type { Writer } from '../protocol/writer.js'
 import type { TypeCatalog } from '../types/catalog.js'
-import type { Codec, Decoder } from '../types/codec.js'
+import type { Codec } from '../types/codec.js'
 import type { TypeView } from '../types/view.js'
-import { IncrementalDecoder, type CopyEncoder } from './incremental.js'
+import { DelimitedCopyDecoder, grown } from './delimited.js'
+import type { CopyEncoder } from './incremental.js'
 import type { ResolvedCopyOptions } from './options.js'
-import { decodeError, RowBuilder, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
-import { grown } from './text-format.js'
+import { decodeError, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
 
 // CSV COPY as PostgreSQL reads and writes it: fields separated by the
 // delimiter (',' by default), NULL as an unquoted empty field, the empty
@@ -101,45 +101,22 @@ export class CsvCopyEncoder implements CopyEncoder {
   }
 }
 
-export class CsvCopyDecoder extends IncrementalDecoder {
+export class CsvCopyDecoder extends DelimitedCopyDecoder {
   readonly format = 'csv' as const
-  private readonly count: number
-  private readonly decoders: readonly Decoder[]
-  private readonly names: readonly string[]
-  private readonly typeNames: readonly string[]
-  private readonly rows: RowBuilder
-  private readonly delimiter: number
   private readonly quote: number
   private readonly escape: number
   /** Where to resume looking for the end of a row carried over (relative to its start), and whether that point is inside quotes. */
   private scanFrom = 0
   private scanQuoted = false
-  private scratch: Uint8Array = new Uint8Array(256)
 
   constructor(columns: readonly CopyColumn[], view: TypeView, options: ResolvedCopyOptions, rowMode: 'array' | 'object' = 'object') {
-    super()
-    this.rows = new RowBuilder(columns, rowMode)
-    this.count = columns.length
-    this.names = columns.map((c) => c.name)
-    this.typeNames = columns.map((c) => typeLabel(view, c.typeOid))
-    this.decoders = columns.map((c) => view.codec(c.typeOid).decodeText)
-    this.delimiter = options.delimiter
+    super(columns, view, options, rowMode)
     this.quote = options.quote
     this.escape = options.escape
   }
 
-  protected consume(buf: Uint8Array, p: number, end: number, out: unknown[]): number {
-    while (p < end) {
-      const lf = this.rowEnd(buf, p, end)
-      if (lf < 0) return p
-      this.row(buf, p, lf, out)
-      p = lf + 1
-    }
-    return p
-  }
-
   /** The newline outside quotes ending the row that starts at p, or -1 when it has not arrived. */
-  private rowEnd(buf: Uint8Array, p: number, end: number): number {
+  protected rowEnd(buf: Uint8Array, p: number, end: number): number {
     const q = this.quote
     const e = this.escape
     let i = p + this.scanFrom
@@ -170,7 +147,7 @@ export class CsvCopyDecoder extends IncrementalDecoder {
     return -1
   }
 
-  private row(buf: Uint8Array, s: number, e: number, out: unknown[]): void {
+  protected row(buf: Uint8Array, s: number, e: number, out: unknown[]): void {
     const n = this.rowCount + 1
     const rows = this.rows
     const row = rows.start()
@@ -289,10 +266,6 @@ export class CsvCopyDecoder extends IncrementalDecoder {
     if (quoted) throw new ProtocolError(`malformed COPY csv data: row ${rowNumber} has an unterminated quoted field`)
     this.complexEnd = p
     return !sawQuote && o === 0 ? -1 : -2 - o
-  }
-
-  private fieldCount(row: number, fields: number): ProtocolError {
-    return new ProtocolError(`malformed COPY csv data: row ${row} has ${fields === this.count + 1 ? 'more than ' + this.count : fields} field${fields === 1 ? '' : 's'} where ${this.count} column${this.count === 1 ? ' was' : 's were'} expected`)
   }
 
   protected checkEnd(): void {

@@ -2,11 +2,12 @@ import { ProtocolError } from '../errors.js'
 import type { Writer } from '../protocol/writer.js'
 import { utf8ReadStrict } from '../protocol/utf8.js'
 import type { TypeCatalog } from '../types/catalog.js'
-import type { Codec, Decoder } from '../types/codec.js'
+import type { Codec } from '../types/codec.js'
 import type { TypeView } from '../types/view.js'
-import { IncrementalDecoder, type CopyEncoder } from './incremental.js'
+import { DelimitedCopyDecoder, grown } from './delimited.js'
+import type { CopyEncoder } from './incremental.js'
 import type { ResolvedCopyOptions } from './options.js'
-import { decodeError, RowBuilder, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
+import { decodeError, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
 
 // Text COPY: one line per row, fields separated by the delimiter (tab by
 // default), \N for NULL. In a value, a backslash, a newline, a carriage return
@@ -18,11 +19,6 @@ const BACKSLASH = 0x5c
 const LF = 0x0a
 const CR = 0x0d
 const TAB = 0x09
-
-/** Grows a scratch buffer to hold at least n bytes. */
-export function grown(buf: Uint8Array, n: number): Uint8Array {
-  return buf.length >= n ? buf : new Uint8Array(Math.max(n, buf.length * 2))
-}
 
 export class TextCopyEncoder implements CopyEncoder {
   readonly format = 'text' as const
@@ -133,43 +129,22 @@ function isOctal(c: number | undefined): boolean {
   return c !== undefined && c >= 0x30 && c <= 0x37
 }
 
-export class TextCopyDecoder extends IncrementalDecoder {
+export class TextCopyDecoder extends DelimitedCopyDecoder {
   readonly format = 'text' as const
-  private readonly count: number
-  private readonly decoders: readonly Decoder[]
-  private readonly names: readonly string[]
-  private readonly typeNames: readonly string[]
-  private readonly rows: RowBuilder
-  private readonly delimiter: number
   /** Where to resume looking for the end of a row carried over, relative to its start. */
   private scanFrom = 0
   /** Set by the end-of-data marker \. on a line of its own. */
   private ended = false
-  private scratch: Uint8Array = new Uint8Array(256)
 
   constructor(columns: readonly CopyColumn[], view: TypeView, options: ResolvedCopyOptions, rowMode: 'array' | 'object' = 'object') {
-    super()
-    this.rows = new RowBuilder(columns, rowMode)
-    this.count = columns.length
-    this.names = columns.map((c) => c.name)
-    this.typeNames = columns.map((c) => typeLabel(view, c.typeOid))
-    this.decoders = columns.map((c) => view.codec(c.typeOid).decodeText)
-    this.delimiter = options.delimiter
+    super(columns, view, options, rowMode)
   }
 
-  protected consume(buf: Uint8Array, p: number, end: number, out: unknown[]): number {
-    while (p < end) {
-      if (this.ended) throw new ProtocolError('malformed COPY text data: data after the end-of-data marker \\.')
-      const lf = this.rowEnd(buf, p, end)
-      if (lf < 0) return p
-      this.row(buf, p, lf, out)
-      p = lf + 1
-    }
-    return p
+  protected override beforeRow(): void {
+    if (this.ended) throw new ProtocolError('malformed COPY text data: data after the end-of-data marker \\.')
   }
 
-  /** The newline ending the row that starts at p, or -1 when it has not arrived. */
-  private rowEnd(buf: Uint8Array, p: number, end: number): number {
+  protected rowEnd(buf: Uint8Array, p: number, end: number): number {
     let from = p + this.scanFrom
     for (;;) {
       const lf = buf.indexOf(LF, from)
@@ -188,7 +163,7 @@ export class TextCopyDecoder extends IncrementalDecoder {
     }
   }
 
-  private row(buf: Uint8Array, s: number, e: number, out: unknown[]): void {
+  protected row(buf: Uint8Array, s: number, e: number, out: unknown[]): void {
     if (e - s === 2 && buf[s] === BACKSLASH && buf[s + 1] === 0x2e /* . */) {
       this.ended = true
       return
@@ -238,10 +213,6 @@ export class TextCopyDecoder extends IncrementalDecoder {
     }
     this.rowCount = n
     out.push(row)
-  }
-
-  private fieldCount(row: number, fields: number): ProtocolError {
-    return new ProtocolError(`malformed COPY text data: row ${row} has ${fields === this.count + 1 ? 'more than ' + this.count : fields} field${fields === 1 ? '' : 's'} where ${this.count} column${this.count === 1 ? ' was' : 's were'} expected`)
   }
 
   /** Undoes the escapes of the field [p, q) into the scratch buffer; returns its length. */
