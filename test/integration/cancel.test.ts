@@ -629,6 +629,7 @@ describe('under load', () => {
       await Promise.all(
         clients.map(async (c) => {
           let hits = 0
+          let abortedHits = 0
           for (let round = 0; round < rounds; round++) {
             const ac = new AbortController()
             let settled = false
@@ -639,6 +640,7 @@ describe('under load', () => {
             const followers = Array.from({ length: 5 }, (_, i) => c.query('SELECT $1::int AS n, pg_sleep(0.005)', [i]))
             await sleep(27 + Math.random() * 6)
             // On a busy machine the timer may fire after the sleep is over.
+            const settledEarly = settled
             if (settled) late++
             else {
               ac.abort('worst moment')
@@ -651,12 +653,17 @@ describe('under load', () => {
                 const e = s.reason as PgError
                 assert.ok(e instanceof PgError && e.code === '57014', `a follower failed otherwise: ${String(e)}`)
                 hits++
+                if (!settledEarly) abortedHits++
                 hit = true
               }
             })
             if (hit) roundsHit++
           }
-          assert.equal(c.cancelMisfires, hits, 'every follower hit by a cancel is counted')
+          // A round whose target settled before its abort was hit by an earlier
+          // round's signal arriving late: the connection had no cancel
+          // outstanding then, so it cannot tell that hit from any other error.
+          assert.ok(c.cancelMisfires >= abortedHits, `every follower hit by this round's cancel is counted (${c.cancelMisfires} of ${abortedHits})`)
+          assert.ok(c.cancelMisfires <= hits, `only real hits are counted (${c.cancelMisfires}, ${hits} hits)`)
         }),
       )
       const total = clients.length * rounds - late
