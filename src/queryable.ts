@@ -1,6 +1,6 @@
 import type { Request } from './connection/request.js'
 import { CopyInStream, CopyOutStream, type CopyResult } from './copy-streams.js'
-import { CopyRowError, checkTableName, copyFromStatement, copyToStatement, createCopyDecoder, createCopyEncoder, quoteIdentifier, resolveCopyOptions, type CopyEncoder, type CopyFormatOptions, type CopyRow } from './copy/format.js'
+import { CopyRowError, checkTableName, copyFromStatement, copyQueryBody, copyToStatement, createCopyDecoder, createCopyEncoder, quoteIdentifier, resolveCopyOptions, type CopyEncoder, type CopyFormatOptions, type CopyRow } from './copy/format.js'
 import { ArgumentError } from './errors.js'
 import type { Writer } from './protocol/writer.js'
 import { CopyIn, CopyOut } from './query/copy.js'
@@ -536,7 +536,7 @@ export abstract class Queryable {
       const types = checkTypeOptions(options?.types, 'types')
       const view = options?.types !== undefined ? d.catalog.view(types) : d.view
       const statement = copyToStatement(query, options)
-      const body = query.replace(/[\s;]+$/, '')
+      const body = copyQueryBody(query)
       const sink = new CopyRowsSink(s as RowStream<unknown>)
       const req = new CopyOut(statement, sink, 'copyToRows()')
       if (signal?.aborted) req.abort(abortErrorOf(signal))

@@ -1,12 +1,10 @@
 import { ProtocolError } from '../errors.js'
 import type { Writer } from '../protocol/writer.js'
 import type { TypeCatalog } from '../types/catalog.js'
-import type { Codec } from '../types/codec.js'
 import type { TypeView } from '../types/view.js'
-import { DelimitedCopyDecoder, grown } from './delimited.js'
-import type { CopyEncoder } from './incremental.js'
+import { DelimitedCopyDecoder, DelimitedCopyEncoder, grown } from './delimited.js'
 import type { ResolvedCopyOptions } from './options.js'
-import { decodeError, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
+import { decodeError, type CopyColumn } from './rows.js'
 
 // CSV COPY as PostgreSQL reads and writes it: fields separated by the
 // delimiter (',' by default), NULL as an unquoted empty field, the empty
@@ -20,53 +18,22 @@ import { decodeError, RowReader, typeLabel, valueError, type CopyColumn, type Co
 const LF = 0x0a
 const CR = 0x0d
 
-export class CsvCopyEncoder implements CopyEncoder {
+export class CsvCopyEncoder extends DelimitedCopyEncoder {
   readonly format = 'csv' as const
-  rowCount = 0
-  private readonly reader: RowReader
-  private readonly codecs: readonly Codec[]
-  private readonly typeNames: readonly string[]
-  private readonly delimiter: number
   private readonly quote: number
   private readonly escape: number
 
-  /** `catalog` supplies the codecs (text forms do not depend on type options). */
   constructor(columns: readonly CopyColumn[], catalog: TypeCatalog, options: ResolvedCopyOptions) {
-    const view = catalog.view()
-    this.reader = new RowReader(columns)
-    this.codecs = columns.map((c) => view.codec(c.typeOid))
-    this.typeNames = columns.map((c) => typeLabel(view, c.typeOid))
-    this.delimiter = options.delimiter
+    super(columns, catalog, options)
     this.quote = options.quote
     this.escape = options.escape
   }
 
-  writeHeader(_w: Writer): void {}
-  writeTrailer(_w: Writer): void {}
-
-  encodeRow(w: Writer, row: CopyRow): void {
-    const n = this.rowCount + 1
-    const reader = this.reader
-    const isArray = reader.isArray(row, n)
-    const codecs = this.codecs
-    const mark = w.length
-    let i = 0
-    try {
-      for (; i < codecs.length; i++) {
-        if (i > 0) w.u8(this.delimiter)
-        const v = isArray ? (row as readonly unknown[])[i] : reader.objectValue(row as Readonly<Record<string, unknown>>, i)
-        if (v !== null && v !== undefined) this.field(w, codecs[i]!.encodeText(v))
-      }
-      w.u8(LF)
-    } catch (err) {
-      w.truncate(mark)
-      throw valueError(err, n, reader.names[i]!, this.typeNames[i]!)
-    }
-    this.rowCount = n
-  }
+  /** NULL is an unquoted empty field: nothing between the delimiters. */
+  protected writeNull(_w: Writer): void {}
 
   /** Writes a non-null value, then quotes it in place when it needs quotes (every special byte is ASCII). */
-  private field(w: Writer, s: string): void {
+  protected field(w: Writer, s: string): void {
     const q = this.quote
     if (s.length === 0) {
       w.u8(q)

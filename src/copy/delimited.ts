@@ -1,17 +1,69 @@
 import { ProtocolError } from '../errors.js'
-import type { Decoder } from '../types/codec.js'
+import type { Writer } from '../protocol/writer.js'
+import type { TypeCatalog } from '../types/catalog.js'
+import type { Codec, Decoder } from '../types/codec.js'
 import type { TypeView } from '../types/view.js'
-import { IncrementalDecoder } from './incremental.js'
+import { IncrementalDecoder, type CopyEncoder } from './incremental.js'
 import type { ResolvedCopyOptions } from './options.js'
-import { RowBuilder, typeLabel, type CopyColumn } from './rows.js'
+import { RowBuilder, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
 
-// What the text and CSV decoders share: rows are lines, fields are split by a
-// delimiter and decoded from their text form, and escaped or quoted fields are
-// undone into a scratch buffer first.
+// What the text and CSV formats share: rows are lines, fields are split by a
+// delimiter and hold the values' text forms; the formats differ in how a value
+// is escaped or quoted, and how NULL is written.
+
+const LF = 0x0a
 
 /** Grows a scratch buffer to hold at least n bytes. */
 export function grown(buf: Uint8Array, n: number): Uint8Array {
   return buf.length >= n ? buf : new Uint8Array(Math.max(n, buf.length * 2))
+}
+
+export abstract class DelimitedCopyEncoder implements CopyEncoder {
+  abstract readonly format: 'text' | 'csv'
+  rowCount = 0
+  private readonly reader: RowReader
+  private readonly codecs: readonly Codec[]
+  private readonly typeNames: readonly string[]
+  protected readonly delimiter: number
+
+  /** `catalog` supplies the codecs (text forms do not depend on type options). */
+  constructor(columns: readonly CopyColumn[], catalog: TypeCatalog, options: ResolvedCopyOptions) {
+    const view = catalog.view()
+    this.reader = new RowReader(columns)
+    this.codecs = columns.map((c) => view.codec(c.typeOid))
+    this.typeNames = columns.map((c) => typeLabel(view, c.typeOid))
+    this.delimiter = options.delimiter
+  }
+
+  writeHeader(_w: Writer): void {}
+  writeTrailer(_w: Writer): void {}
+
+  encodeRow(w: Writer, row: CopyRow): void {
+    const n = this.rowCount + 1
+    const reader = this.reader
+    const isArray = reader.isArray(row, n)
+    const codecs = this.codecs
+    const mark = w.length
+    let i = 0
+    try {
+      for (; i < codecs.length; i++) {
+        if (i > 0) w.u8(this.delimiter)
+        const v = isArray ? (row as readonly unknown[])[i] : reader.objectValue(row as Readonly<Record<string, unknown>>, i)
+        if (v === null || v === undefined) this.writeNull(w)
+        else this.field(w, codecs[i]!.encodeText(v))
+      }
+      w.u8(LF)
+    } catch (err) {
+      w.truncate(mark)
+      throw valueError(err, n, reader.names[i]!, this.typeNames[i]!)
+    }
+    this.rowCount = n
+  }
+
+  /** NULL as the format writes it. */
+  protected abstract writeNull(w: Writer): void
+  /** A non-null value's text form, escaped or quoted as the format needs. */
+  protected abstract field(w: Writer, s: string): void
 }
 
 export abstract class DelimitedCopyDecoder extends IncrementalDecoder {

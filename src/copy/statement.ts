@@ -80,9 +80,14 @@ export function copyFromStatement(table: string, columns: readonly string[] | un
  */
 export function copyToStatement(query: string, options?: CopyFormatOptions): string {
   const o = resolveCopyOptions(options, 'binary')
+  return `COPY (${copyQueryBody(query)}\n) TO STDOUT (${optionList(o)})`
+}
+
+/** The query of a COPY (query) TO, checked, without trailing semicolons: it goes inside parentheses. */
+export function copyQueryBody(query: string): string {
   if (typeof query !== 'string') throw new ArgumentError(`COPY query must be a string; got ${query === null ? 'null' : typeof query}`)
   const body = query.replace(/[\s;]+$/, '')
   if (body.trim().length === 0) throw new ArgumentError('COPY query cannot be empty')
   if (body.includes('\0')) throw new ArgumentError('COPY query cannot contain a NUL character')
-  return `COPY (${body}\n) TO STDOUT (${optionList(o)})`
+  return body
 }

@@ -1,13 +1,10 @@
 import { ProtocolError } from '../errors.js'
 import type { Writer } from '../protocol/writer.js'
 import { utf8ReadStrict } from '../protocol/utf8.js'
-import type { TypeCatalog } from '../types/catalog.js'
-import type { Codec } from '../types/codec.js'
 import type { TypeView } from '../types/view.js'
-import { DelimitedCopyDecoder, grown } from './delimited.js'
-import type { CopyEncoder } from './incremental.js'
+import { DelimitedCopyDecoder, DelimitedCopyEncoder, grown } from './delimited.js'
 import type { ResolvedCopyOptions } from './options.js'
-import { decodeError, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
+import { decodeError, type CopyColumn } from './rows.js'
 
 // Text COPY: one line per row, fields separated by the delimiter (tab by
 // default), \N for NULL. In a value, a backslash, a newline, a carriage return
@@ -20,52 +17,16 @@ const LF = 0x0a
 const CR = 0x0d
 const TAB = 0x09
 
-export class TextCopyEncoder implements CopyEncoder {
+export class TextCopyEncoder extends DelimitedCopyEncoder {
   readonly format = 'text' as const
-  rowCount = 0
-  private readonly reader: RowReader
-  private readonly codecs: readonly Codec[]
-  private readonly typeNames: readonly string[]
-  private readonly delimiter: number
 
-  /** `catalog` supplies the codecs (text forms do not depend on type options). */
-  constructor(columns: readonly CopyColumn[], catalog: TypeCatalog, options: ResolvedCopyOptions) {
-    const view = catalog.view()
-    this.reader = new RowReader(columns)
-    this.codecs = columns.map((c) => view.codec(c.typeOid))
-    this.typeNames = columns.map((c) => typeLabel(view, c.typeOid))
-    this.delimiter = options.delimiter
-  }
-
-  writeHeader(_w: Writer): void {}
-  writeTrailer(_w: Writer): void {}
-
-  encodeRow(w: Writer, row: CopyRow): void {
-    const n = this.rowCount + 1
-    const reader = this.reader
-    const isArray = reader.isArray(row, n)
-    const codecs = this.codecs
-    const mark = w.length
-    let i = 0
-    try {
-      for (; i < codecs.length; i++) {
-        if (i > 0) w.u8(this.delimiter)
-        const v = isArray ? (row as readonly unknown[])[i] : reader.objectValue(row as Readonly<Record<string, unknown>>, i)
-        if (v === null || v === undefined) {
-          w.u8(BACKSLASH)
-          w.u8(0x4e) // N
-        } else this.field(w, codecs[i]!.encodeText(v))
-      }
-      w.u8(LF)
-    } catch (err) {
-      w.truncate(mark)
-      throw valueError(err, n, reader.names[i]!, this.typeNames[i]!)
-    }
-    this.rowCount = n
+  protected writeNull(w: Writer): void {
+    w.u8(BACKSLASH)
+    w.u8(0x4e) // N
   }
 
   /** Writes a value, then escapes it in place if it holds a byte text COPY reads specially (all are ASCII, so never inside a multibyte character). */
-  private field(w: Writer, s: string): void {
+  protected field(w: Writer, s: string): void {
     const n = w.str(s)
     const d = this.delimiter
     let buf = w.buf
