@@ -9,17 +9,21 @@ import * as fe from '../../src/protocol/frontend.js'
 import { decodeErrorFields, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../../src/protocol/backend.js'
 import { getTestServer } from './server.js'
 
-interface Msg {
+export interface Msg {
   type: string
   body: Buffer
 }
 
-/** One raw connection (trust user, unix socket) that runs one exchange at a time. */
-export class RawConnection {
+/**
+ * A bare protocol socket to the test server: incoming messages are framed and
+ * queued, and read one at a time. Subclasses speak the exchanges they test.
+ */
+export class WireSocket {
   private queue: Msg[] = []
   private waiter: (() => void) | null = null
-  private closed = false
-  private constructor(private readonly socket: net.Socket) {
+  protected closed = false
+
+  protected constructor(protected readonly socket: net.Socket) {
     const framer = new Framer({
       onMessage: (t, b, s, e) => {
         this.queue.push({ type: String.fromCharCode(t), body: Buffer.from(b.subarray(s, e)) })
@@ -34,11 +38,34 @@ export class RawConnection {
     socket.on('error', () => {})
   }
 
+  /** A connected socket to `path` (a unix socket). */
+  protected static async socketTo(path: string): Promise<net.Socket> {
+    const socket = net.connect({ path })
+    await new Promise<void>((res, rej) => socket.once('connect', res).once('error', rej))
+    return socket
+  }
+
+  send(fn: (w: Writer) => void): void {
+    const w = new Writer()
+    fn(w)
+    this.socket.write(w.take())
+  }
+
+  protected async next(): Promise<Msg> {
+    while (this.queue.length === 0) {
+      if (this.closed) throw new Error('wire connection closed')
+      await new Promise<void>((r) => (this.waiter = r))
+      this.waiter = null
+    }
+    return this.queue.shift()!
+  }
+}
+
+/** One raw connection (trust user, unix socket) that runs one exchange at a time. */
+export class RawConnection extends WireSocket {
   static async open(): Promise<RawConnection> {
     const server = await getTestServer()
-    const socket = net.connect({ path: `${server.socketDir}/.s.PGSQL.${server.port}` })
-    await new Promise<void>((res, rej) => socket.once('connect', res).once('error', rej))
-    const c = new RawConnection(socket)
+    const c = new RawConnection(await WireSocket.socketTo(`${server.socketDir}/.s.PGSQL.${server.port}`))
     c.send((w) =>
       fe.writeStartup(w, 196608, [
         ['user', server.users.trust.user],
@@ -50,21 +77,6 @@ export class RawConnection {
     )
     await c.until('Z')
     return c
-  }
-
-  send(fn: (w: Writer) => void): void {
-    const w = new Writer()
-    fn(w)
-    this.socket.write(w.take())
-  }
-
-  private async next(): Promise<Msg> {
-    while (this.queue.length === 0) {
-      if (this.closed) throw new Error('raw connection closed')
-      await new Promise<void>((r) => (this.waiter = r))
-      this.waiter = null
-    }
-    return this.queue.shift()!
   }
 
   /** Reads messages up to and including one of type `type`; throws on ErrorResponse (after reading to ReadyForQuery). */

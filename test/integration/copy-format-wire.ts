@@ -4,18 +4,11 @@
 // CopyData (COPY FROM STDIN), so the format layer is checked against the real
 // server without any COPY support in the client.
 
-import * as net from 'node:net'
 import { decodeErrorFields } from '../../src/protocol/backend.js'
-import { Framer } from '../../src/protocol/framer.js'
 import * as fe from '../../src/protocol/frontend.js'
-import { Writer } from '../../src/protocol/writer.js'
 import { connect, type Client } from '../../src/index.js'
+import { WireSocket, type Msg } from '../helpers/raw-values.js'
 import { getTestServer } from '../helpers/server.js'
-
-interface Msg {
-  type: string
-  body: Buffer
-}
 
 export interface CopyOut {
   /** Overall format of the CopyOutResponse: 0 text, 1 binary. */
@@ -38,52 +31,16 @@ export async function sameDatabaseClient(): Promise<Client> {
   return connect({ host: t.host, port: t.port, user: t.user, database: t.database })
 }
 
-export class CopyWire {
-  private queue: Msg[] = []
-  private waiter: (() => void) | null = null
-  private closed = false
-
-  private constructor(private readonly socket: net.Socket) {
-    const framer = new Framer({
-      onMessage: (t, b, s, e) => {
-        this.queue.push({ type: String.fromCharCode(t), body: Buffer.from(b.subarray(s, e)) })
-        this.waiter?.()
-      },
-    })
-    socket.on('data', (d) => framer.push(d))
-    socket.on('close', () => {
-      this.closed = true
-      this.waiter?.()
-    })
-    socket.on('error', () => {})
-  }
-
+export class CopyWire extends WireSocket {
   /** Connects with the settings a pipegres session has, plus any given. */
   static async open(settings: [string, string][] = []): Promise<CopyWire> {
     const t = await target()
-    const socket = net.connect({ path: t.path })
-    await new Promise<void>((res, rej) => socket.once('connect', res).once('error', rej))
-    const c = new CopyWire(socket)
+    const c = new CopyWire(await WireSocket.socketTo(t.path))
     c.send((w) =>
       fe.writeStartup(w, 196608, [['user', t.user], ['database', t.database], ['client_encoding', 'UTF8'], ['DateStyle', 'ISO, MDY'], ...settings]),
     )
     await c.until('Z')
     return c
-  }
-
-  private send(fn: (w: Writer) => void): void {
-    const w = new Writer()
-    fn(w)
-    this.socket.write(w.take())
-  }
-
-  private async next(): Promise<Msg> {
-    while (this.queue.length === 0) {
-      if (this.closed) throw new Error('wire connection closed')
-      await new Promise<void>((r) => (this.waiter = r))
-      this.waiter = null
-    }
-    return this.queue.shift()!
   }
 
   /** Reads up to a message of `type`, or to ReadyForQuery; an ErrorResponse is thrown once ReadyForQuery has come. */
