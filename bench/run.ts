@@ -4,28 +4,36 @@
 // this measures clients, not disks), creates the benchmark tables, then runs
 // every client on every workload in its own child process, interleaving the
 // clients round by round (A B C A B C ...), and prints medians with min–max,
-// client CPU per row or query, peak RSS, and every client's ratio to pipegres.
+// client and server CPU per row or query, peak RSS, and every client's ratio
+// to pipegres. pgbench in pipeline mode gives the query workloads' ceiling:
+// what the server answers when the client costs next to nothing.
 //
-//   --workloads typed-read,select-pipelined   which workloads (default: all)
-//   --rounds 5                                interleaved rounds (default 5)
-//   --repeat 3                                measured repetitions per child (after one warm-up)
-//   --quick                                   small sizes, 3 rounds (for npm start)
-//   --size 4000000                            rows or queries per workload instead of its own (e.g. to see
-//                                             whether a streaming client's peak RSS grows with the data)
-//   --pin                                     server on CPU 0, clients on CPU 1
-//   --json <file>                             also write the raw results
+//   --workloads pipelined,users-read     which workloads (default: all)
+//   --rounds 5                           interleaved rounds (default 5)
+//   --repeat 3                           measured repetitions per child (after one warm-up)
+//   --quick                              small sizes, 3 rounds (for npm start)
+//   --size 4000000                       rows or queries per workload instead of its own (e.g. to see
+//                                        whether a streaming client's peak RSS grows with the data)
+//   --no-pin                             do not pin the server to CPU 0 and the clients to CPU 1
+//   --clients pipegres,pg                only these clients (default: all that are installed)
+//   --json <file>                        also write the raw results
+//   --markdown <file>                    also write the report as Markdown (the README's table)
 // PIPEGRES_BENCH_PGBIN=<bin dir> picks the PostgreSQL installation (default: embedded).
 
 import { execFileSync, spawn } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startServer, stopAllOnSignals } from '../harness/server.js'
 import { connect } from '../src/index.js'
+import { captureCodecFixture } from './lib/codec-capture.js'
+import { serverCpuUs } from './lib/measure.js'
 import type { Measurement, Task, Target } from './lib/protocol.js'
-import { setupSql, streamSetupSql } from './lib/workloads.js'
+import { copySetupSql, KEYS, setupSql, USERS_TABLE, userKeys } from './lib/workloads.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, '..', '..')
 
 interface Variant {
   client: string
@@ -36,64 +44,90 @@ interface Variant {
 interface Workload {
   name: string
   title: string
-  unit: 'row' | 'query' | 'cancel'
+  unit: 'row' | 'query' | 'cancel' | 'message'
   /** 'latency': report the median time per repetition instead of a rate. */
   show?: 'rate' | 'latency'
   size: number
   quickSize: number
   variants: Variant[]
+  /** Runs without a server (codec microbenchmarks): no server CPU column. */
+  serverless?: boolean
 }
 
 const v = (client: string, variant = '', label = client): Variant => ({ client, variant, label })
+const NATIVE = v('pg', 'native', 'pg-native (pg.native, libpq)')
+const BUN = v('bun', '', "Bun's SQL (Bun runtime)")
 
 const WORKLOADS: Workload[] = [
   {
-    name: 'typed-read',
-    title: 'Read the typed table as objects (int4, int8, float8, numeric, bool, timestamptz, date, uuid, jsonb, bytea, text[])',
-    unit: 'row',
-    size: 200_000,
-    quickSize: 20_000,
-    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'text', 'pipegres (text)'), v('pg'), v('postgres')],
-  },
-  {
-    name: 'select-pipelined',
-    title: 'Single-row SELECT by primary key, all in flight on one connection',
-    unit: 'query',
-    size: 100_000,
-    quickSize: 20_000,
-    variants: [v('pipegres'), v('pg', 'pipeline', 'pg (pipeline: true)'), v('pg'), v('postgres')],
-  },
-  {
-    name: 'pool-select',
-    title: 'Single-row SELECT by primary key, all in flight over a pool of 4 connections',
-    unit: 'query',
-    size: 100_000,
-    quickSize: 20_000,
-    variants: [v('pipegres', '', 'pipegres Pool'), v('pg', '', 'pg Pool'), v('postgres', '', 'postgres (max: 4)')],
-  },
-  {
-    name: 'cancel',
-    title: 'Cancelling a running query: time from abort() (pipegres) or cancel() (postgres.js) to the rejection',
-    unit: 'cancel',
-    show: 'latency',
-    size: 1,
-    quickSize: 1,
-    variants: [v('pipegres'), v('postgres')],
-  },
-  {
-    name: 'select-sequential',
-    title: 'Single-row SELECT by primary key, each awaited before the next',
+    name: 'sequential',
+    title: 'W1 Single-row SELECT by primary key (uuid), each awaited before the next',
     unit: 'query',
     size: 20_000,
     quickSize: 3_000,
-    variants: [v('pipegres'), v('pg'), v('postgres')],
+    variants: [v('pipegres'), v('pg'), NATIVE, v('postgres'), BUN],
   },
   {
-    name: 'stream-select',
-    title: 'Stream a large SELECT (int4, text, int8) row by row or batch by batch, counting rows without keeping them',
+    name: 'sequential-one-core',
+    title: 'W1 on one core: the same with the client and the server pinned to the same CPU (what a query costs both)',
+    unit: 'query',
+    size: 20_000,
+    quickSize: 3_000,
+    variants: [v('pipegres'), v('pg'), NATIVE, v('postgres'), BUN],
+  },
+  {
+    name: 'pipelined',
+    title: 'W2 Single-row SELECT by primary key, all in flight on one connection',
+    unit: 'query',
+    size: 100_000,
+    quickSize: 20_000,
+    variants: [
+      v('pipegres'),
+      v('pg', 'pipeline', 'pg (pipeline: true)'),
+      v('pg'),
+      NATIVE,
+      v('postgres'),
+      BUN,
+      v('pgbench', '1', 'pgbench -M prepared, pipelines of 100 (ceiling)'),
+    ],
+  },
+  {
+    name: 'pool',
+    title: 'W3 Single-row SELECT by primary key, all in flight over a pool of 4 connections',
+    unit: 'query',
+    size: 100_000,
+    quickSize: 20_000,
+    variants: [
+      v('pipegres', '', 'pipegres Pool'),
+      v('pg', '', 'pg Pool'),
+      v('pg', 'native', 'pg-native Pool'),
+      v('postgres', '', 'postgres (max: 4)'),
+      v('bun', '', "Bun's SQL (max: 4)"),
+      v('pgbench', '4', 'pgbench -M prepared -c 4, pipelines of 100 (ceiling)'),
+    ],
+  },
+  {
+    name: 'users-read',
+    title: 'W4 Read users rows (uuid, text, text, text) as objects in one query',
+    unit: 'row',
+    size: 100_000,
+    quickSize: 20_000,
+    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'text', 'pipegres (text)'), v('pg'), NATIVE, v('postgres'), BUN],
+  },
+  {
+    name: 'typed-read',
+    title: 'W4 Read the whole typed table as objects (int4, int8, float8, numeric, bool, timestamptz, date, uuid, jsonb, bytea, text[])',
+    unit: 'row',
+    size: 200_000,
+    quickSize: 20_000,
+    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'text', 'pipegres (text)'), v('pg'), NATIVE, v('postgres'), BUN],
+  },
+  {
+    name: 'stream',
+    title: 'W5 Stream every users row, row by row or batch by batch, without keeping them',
     unit: 'row',
     size: 1_000_000,
-    quickSize: 50_000,
+    quickSize: 100_000,
     variants: [
       v('pipegres', 'stream', 'pipegres stream()'),
       v('pipegres', 'cursor', 'pipegres cursor(1000)'),
@@ -101,46 +135,87 @@ const WORKLOADS: Workload[] = [
       v('pg', 'cursor', 'pg + pg-cursor read(1000)'),
       v('postgres', 'cursor', 'postgres cursor(1000)'),
       v('postgres', 'forEach', 'postgres forEach()'),
+      v('bun', 'stream', "Bun's SQL (no streaming: one result)"),
+    ],
+  },
+  {
+    name: 'copy-from-rows',
+    title: 'W6 COPY FROM STDIN of JS rows (int4, text, int8) into an emptied table: pipegres encodes them itself, the others through the benchmark\'s hand-written encoders (timed)',
+    unit: 'row',
+    size: 200_000,
+    quickSize: 20_000,
+    variants: [
+      v('pipegres', 'binary', 'pipegres copyFromRows() (binary)'),
+      v('pipegres', 'text', 'pipegres copyFromRows() (text)'),
+      v('pg', 'binary', 'pg + pg-copy-streams (binary)'),
+      v('pg', 'text', 'pg + pg-copy-streams (text)'),
+      v('postgres', 'binary', 'postgres writable() (binary)'),
+      v('postgres', 'text', 'postgres writable() (text)'),
+      v('bun', 'binary', "Bun's SQL writable() (binary)"),
+      v('bun', 'text', "Bun's SQL writable() (text)"),
     ],
   },
   {
     name: 'copy-from-text',
-    title: 'COPY FROM STDIN of ready-made text COPY data (64 KiB chunks) into an emptied table',
+    title: 'W6 COPY FROM STDIN of ready-made text COPY data (64 KiB chunks) into an emptied table',
     unit: 'row',
-    size: 1_000_000,
-    quickSize: 50_000,
-    variants: [v('pipegres', '', 'pipegres copyFrom()'), v('pg', '', 'pg + pg-copy-streams from()'), v('postgres', '', 'postgres writable()')],
+    size: 200_000,
+    quickSize: 20_000,
+    variants: [v('pipegres', '', 'pipegres copyFrom()'), v('pg', '', 'pg + pg-copy-streams from()'), v('postgres', '', 'postgres writable()'), v('bun', '', "Bun's SQL writable()")],
   },
   {
-    name: 'copy-from-rows',
-    title: 'COPY FROM STDIN of JS arrays into an emptied table: pipegres encodes them itself, the others through a hand-written text encoder (timed)',
-    unit: 'row',
-    size: 1_000_000,
-    quickSize: 50_000,
-    variants: [
-      v('pipegres', 'binary', 'pipegres copyFromRows() (binary)'),
-      v('pipegres', 'text', 'pipegres copyFromRows() (text)'),
-      v('pg', '', 'pg + pg-copy-streams from() + JS encoder'),
-      v('postgres', '', 'postgres writable() + JS encoder'),
-    ],
+    name: 'inserts',
+    title: 'W7 Single-row INSERTs (uuid, text, text, text), all in flight on one connection',
+    unit: 'query',
+    size: 50_000,
+    quickSize: 10_000,
+    variants: [v('pipegres'), v('pg', 'pipeline', 'pg (pipeline: true)'), v('pg'), NATIVE, v('postgres'), BUN],
   },
   {
     name: 'copy-to',
-    title: 'COPY TO STDOUT of the whole table, counting bytes (pipegres copyToRows(): decoded rows, counted)',
+    title: 'COPY TO STDOUT of users rows, counting bytes (pipegres copyToRows(): decoded rows)',
     unit: 'row',
     size: 1_000_000,
-    quickSize: 50_000,
+    quickSize: 100_000,
     variants: [
       v('pipegres', '', 'pipegres copyTo()'),
       v('pg', '', 'pg + pg-copy-streams to()'),
       v('postgres', '', 'postgres readable()'),
-      v('pipegres', 'rows', "pipegres copyToRows() (binary)"),
+      v('bun', '', "Bun's SQL readable()"),
+      v('pipegres', 'rows', 'pipegres copyToRows() (binary)'),
     ],
+  },
+  {
+    name: 'cancel',
+    title: 'Cancelling a running query: time from abort() (pipegres) or cancel() (postgres.js, Bun) to the rejection',
+    unit: 'cancel',
+    show: 'latency',
+    size: 1,
+    quickSize: 1,
+    variants: [v('pipegres'), v('postgres'), BUN],
+  },
+  {
+    name: 'codec-decode',
+    title: 'Codec, no server: decode captured DataRows of the typed table into row objects',
+    unit: 'row',
+    size: 20_000,
+    quickSize: 5_000,
+    serverless: true,
+    variants: [v('codec', 'binary', 'pipegres, binary results'), v('codec', 'text', 'pipegres, text results')],
+  },
+  {
+    name: 'codec-encode',
+    title: 'Codec, no server: encode Bind + Execute for a query\'s parameters',
+    unit: 'message',
+    size: 100_000,
+    quickSize: 20_000,
+    serverless: true,
+    variants: [v('codec', 'lookup', 'pipegres, W2 lookup (uuid)'), v('codec', 'insert', 'pipegres, W7 insert (uuid, 3 text)'), v('codec', 'typed', 'pipegres, a typed-table row (11 types)')],
   },
 ]
 
-/** Workloads that read the streaming table: it holds as many rows as the largest of them reads. */
-const STREAM_TABLE_READERS = ['stream-select', 'copy-to']
+/** Workloads that read the users table: it holds as many rows as the largest of them reads (and W5 reads them all). */
+const USERS_READERS = ['users-read', 'stream', 'copy-to']
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`)
@@ -149,25 +224,117 @@ function arg(name: string): string | undefined {
 const flag = (name: string): boolean => process.argv.includes(`--${name}`)
 
 const quick = flag('quick')
-const pin = flag('pin')
+const pin = !flag('no-pin') && cpus().length >= 2
 const rounds = Number(arg('rounds') ?? (quick ? 3 : 5))
 const repeat = Number(arg('repeat') ?? (quick ? 2 : 3))
 const selected = arg('workloads')?.split(',') ?? WORKLOADS.map((w) => w.name)
+const clientsWanted = arg('clients')?.split(',')
 const sizeOverride = arg('size') === undefined ? undefined : Number(arg('size'))
 const sizeOf = (w: Workload): number => sizeOverride ?? (quick ? w.quickSize : w.size)
+for (const name of selected) if (!WORKLOADS.some((w) => w.name === name)) throw new Error(`unknown workload ${name}; known: ${WORKLOADS.map((w) => w.name).join(', ')}`)
 
-function runChild(v: Variant, task: Task): Promise<Measurement> {
+const bunBinary = join(root, 'node_modules', '.bin', 'bun')
+
+/** Why a client cannot run here, or undefined if it can. */
+function unavailable(v: Variant, pgbench: string | undefined): string | undefined {
+  if (clientsWanted && !clientsWanted.includes(v.client) && !(v.variant === 'native' && clientsWanted.includes('pg-native'))) return 'not selected'
+  if (v.client === 'bun' && !existsSync(bunBinary)) return 'the bun package is not installed'
+  if (v.client === 'pgbench' && !pgbench) return 'no pgbench (14 or later) found'
+  if (v.variant === 'native') {
+    try {
+      execFileSync(process.execPath, ['-e', "import('pg-native').then(() => {}, () => process.exit(1))"], { stdio: 'ignore' })
+    } catch {
+      return 'pg-native is not installed (it needs libpq and a C++ toolchain to build)'
+    }
+  }
+  return undefined
+}
+
+/** A pgbench with pipeline mode (14+): the chosen installation's, else one on PATH, else Debian's. */
+function findPgbench(binDir: string | undefined): string | undefined {
+  const candidates = [...(binDir ? [join(binDir, 'pgbench')] : []), 'pgbench', '/usr/lib/postgresql/18/bin/pgbench', '/usr/lib/postgresql/17/bin/pgbench', '/usr/lib/postgresql/16/bin/pgbench', '/usr/lib/postgresql/15/bin/pgbench']
+  for (const c of candidates) {
+    try {
+      const out = execFileSync(c, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+      const major = Number(/(\d+)/.exec(out)?.[1])
+      if (major >= 14) return c
+    } catch {
+      // Not there: try the next.
+    }
+  }
+  return undefined
+}
+
+function runChild(v: Variant, task: Task, cpu: string | undefined): Promise<Measurement> {
   const script = join(here, 'clients', `${v.client}.js`)
-  const [cmd, args] = pin ? ['taskset', ['-c', '1', process.execPath, script]] : [process.execPath, [script]]
+  const runtime = v.client === 'bun' ? bunBinary : process.execPath
+  const [cmd, args] = cpu === undefined ? [runtime, [script]] : ['taskset', ['-c', cpu, runtime, script]]
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, [...args, JSON.stringify(task)], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(cmd, [...args, JSON.stringify(task)], { stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
+    let err = ''
     child.stdout.on('data', (d: Buffer) => (out += d))
-    child.on('exit', (code) => {
-      if (code !== 0) reject(new Error(`${v.label} failed on ${task.workload} (exit ${code})`))
-      else resolve(JSON.parse(out) as Measurement)
+    child.stderr.on('data', (d: Buffer) => (err += d))
+    child.on('error', reject)
+    child.on('exit', (code, signal) => {
+      if (code !== 0) reject(new Error(`${v.label} failed on ${task.workload} (${signal ?? `exit ${code}`}): ${err.trim().split('\n').slice(0, 3).join(' / ')}`))
+      else {
+        try {
+          resolve(JSON.parse(out) as Measurement)
+        } catch {
+          reject(new Error(`${v.label} printed no measurement on ${task.workload}: ${out.slice(0, 200)}`))
+        }
+      }
     })
   })
+}
+
+/**
+ * pgbench over 1 or 4 connections, each sending pipelines of 100 prepared
+ * single-row SELECTs of the same lookups the clients make (as literals: pgbench
+ * variables are numbers, the keys are uuids; each of the 100 is prepared once
+ * per connection). Longer pipelines make it slower, not faster: it reads no
+ * result before the pipeline's end. Its CPU comes from the shell's
+ * `times`, the server's from /proc, as for the clients.
+ */
+async function runPgbench(pgbench: string, target: Target, connections: number, size: number, serverPid: number, cpu: string | undefined, script: string): Promise<Measurement> {
+  const perPipeline = 100
+  const transactions = Math.max(1, Math.round(size / perPipeline / connections))
+  const args = ['-n', '-M', 'prepared', '-f', script, '-c', String(connections), '-j', String(Math.min(connections, 2)), '-t', String(transactions), '-h', target.host, '-p', String(target.port), '-U', target.user, target.database]
+  const once = (): Promise<{ wall: number; cpu: number; server: number | undefined; tps: number }> =>
+    new Promise((resolve, reject) => {
+      const s0 = serverCpuUs(serverPid)
+      const t0 = performance.now()
+      const shell = `"$0" "$@" > "$PIPEGRES_PGBENCH_OUT" 2>&1; rc=$?; times; exit $rc`
+      const out = join(dirname(script), 'pgbench.out')
+      const cmd = cpu === undefined ? ['bash', ['-c', shell, pgbench, ...args]] : ['taskset', ['-c', cpu, 'bash', '-c', shell, pgbench, ...args]]
+      const child = spawn(cmd[0] as string, cmd[1] as string[], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, PGPASSWORD: target.password, PIPEGRES_PGBENCH_OUT: out } })
+      let times = ''
+      child.stdout.on('data', (d: Buffer) => (times += d))
+      child.on('exit', (code) => {
+        const wall = performance.now() - t0
+        const s1 = serverCpuUs(serverPid)
+        const report = existsSync(out) ? readFileSync(out, 'utf8') : ''
+        if (code !== 0) return reject(new Error(`pgbench failed (exit ${code}): ${report.trim().split('\n').slice(-3).join(' / ')}`))
+        // `times` prints the shell's own user/system time, then its children's: "0m0.120s 0m0.030s".
+        const child = times.trim().split('\n')[1] ?? ''
+        const secs = [...child.matchAll(/(\d+)m([\d.]+)s/g)].reduce((sum, m) => sum + Number(m[1]) * 60 + Number(m[2]), 0)
+        const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(report)?.[1])
+        resolve({ wall, cpu: secs * 1e6, server: s0 === undefined || s1 === undefined ? undefined : s1 - s0, tps })
+      })
+    })
+  await once()
+  const units = transactions * connections * perPipeline
+  const m: Measurement = { units, wallMs: [], cpuUs: [], serverCpuUs: [], peakRss: 0, check: 'pgbench' }
+  for (let i = 0; i < repeat; i++) {
+    const r = await once()
+    // Its own figure leaves out connecting, as the clients' timings do.
+    m.wallMs.push(Number.isFinite(r.tps) && r.tps > 0 ? (units / (r.tps * perPipeline)) * 1000 : r.wall)
+    m.cpuUs.push(r.cpu)
+    if (r.server !== undefined) m.serverCpuUs!.push(r.server)
+  }
+  if (m.serverCpuUs!.length !== m.wallMs.length) delete m.serverCpuUs
+  return m
 }
 
 function median(xs: number[]): number {
@@ -180,17 +347,24 @@ const fmt = (n: number): string => (n >= 100 ? Math.round(n).toLocaleString('en-
 
 interface Row {
   label: string
+  client: string
   perSecond: number[]
   cpuPerUnit: number[]
+  serverPerUnit: number[]
+  p50: number[]
+  p99: number[]
   peakRss: number[]
   /** Each child's checksum of what it read or wrote. */
   checks: string[]
+  skipped?: string
+  failures: string[]
 }
 
 function report(w: Workload, rows: Row[]): string {
   if (w.show === 'latency') {
     const lines = [`### ${w.title}`, '', '| client | ms, median (min–max) |', '|---|---|']
     for (const r of rows) {
+      if (r.perSecond.length === 0) continue
       const ms = r.perSecond.map((x) => 1000 / x)
       lines.push(`| ${r.label} | ${median(ms).toFixed(2)} (${Math.min(...ms).toFixed(2)}–${Math.max(...ms).toFixed(2)}) |`)
     }
@@ -198,19 +372,64 @@ function report(w: Workload, rows: Row[]): string {
   }
   const base = rows[0]!
   const baseRate = median(base.perSecond)
-  const lines = [
-    `### ${w.title}`,
-    '',
-    `| client | ${w.unit === 'query' ? 'queries' : 'rows'}/s, median (min–max) | vs ${base.label} | client CPU µs/${w.unit} | peak RSS MB |`,
-    '|---|---|---|---|---|',
-  ]
+  const baseCpu = median(base.cpuPerUnit)
+  const latency = rows.some((r) => r.p50.length > 0)
+  const server = !w.serverless && rows.some((r) => r.serverPerUnit.length > 0)
+  const unit = w.unit === 'query' ? 'queries' : w.unit === 'message' ? 'messages' : 'rows'
+  const head = [`client`, `${unit}/s, median (min–max)`, `vs ${base.label}`, `client CPU µs/${w.unit}`, 'CPU vs pipegres']
+  // How much of one core the server used: near 100% the server, not the client, is the limit.
+  if (server) head.push(`server CPU µs/${w.unit}`, 'server busy')
+  if (latency) head.push('p50 µs', 'p99 µs')
+  if (!w.serverless) head.push('peak RSS MB')
+  const lines = [`### ${w.title}`, '', `| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`]
+  const notes: string[] = []
   for (const r of rows) {
+    if (r.skipped && r.skipped !== 'not selected') notes.push(`${r.label}: ${r.skipped}.`)
+    if (r.failures.length > 0) notes.push(`${r.label}: ${r.failures.length} of ${rounds} rounds failed (${r.failures[0]}).`)
+    if (r.perSecond.length === 0) continue
     const rate = median(r.perSecond)
-    lines.push(
-      `| ${r.label} | ${fmt(rate)} (${fmt(Math.min(...r.perSecond))}–${fmt(Math.max(...r.perSecond))}) | ${(rate / baseRate).toFixed(2)} | ${median(r.cpuPerUnit).toFixed(2)} | ${Math.round(median(r.peakRss) / 1048576)} |`,
-    )
+    const cpu = median(r.cpuPerUnit)
+    const cells = [
+      r.label,
+      `${fmt(rate)} (${fmt(Math.min(...r.perSecond))}–${fmt(Math.max(...r.perSecond))})`,
+      (rate / baseRate).toFixed(2),
+      r.client === 'pgbench' ? `${cpu.toFixed(2)} (C)` : cpu.toFixed(2),
+      (cpu / baseCpu).toFixed(2),
+    ]
+    if (server) {
+      const busy = r.serverPerUnit.length > 0 ? median(r.serverPerUnit.map((us, k) => (us * r.perSecond[k]!) / 1e6)) : undefined
+      cells.push(r.serverPerUnit.length > 0 ? median(r.serverPerUnit).toFixed(2) : '–', busy === undefined ? '–' : `${Math.round(busy * 100)}%`)
+    }
+    if (latency) cells.push(r.p50.length > 0 ? median(r.p50).toFixed(0) : '–', r.p99.length > 0 ? median(r.p99).toFixed(0) : '–')
+    if (!w.serverless) cells.push(r.client === 'pgbench' ? '–' : String(Math.round(median(r.peakRss) / 1048576)))
+    lines.push(`| ${cells.join(' | ')} |`)
   }
+  if (notes.length > 0) lines.push('', ...notes)
   return lines.join('\n')
+}
+
+/** Sets the CPU affinity of a process, all its threads and all its descendants. */
+function pinTree(pid: number, cpu: string): void {
+  const walk = (p: number): void => {
+    try {
+      execFileSync('taskset', ['-a', '-p', '-c', cpu, String(p)], { stdio: 'ignore' })
+    } catch {
+      return // gone
+    }
+    let kids = ''
+    try {
+      kids = execFileSync('sh', ['-c', `cat /proc/${p}/task/*/children 2>/dev/null`], { encoding: 'utf8' })
+    } catch {
+      // None.
+    }
+    for (const k of kids.split(/\s+/).filter(Boolean)) walk(Number(k))
+  }
+  walk(pid)
+}
+
+function machine(): string {
+  const model = cpus()[0]?.model.trim() ?? 'unknown CPU'
+  return `${model}, ${cpus().length} CPUs, Linux ${execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim()}, Node ${process.versions.node}`
 }
 
 async function main(): Promise<void> {
@@ -221,44 +440,92 @@ async function main(): Promise<void> {
     ...(binDir ? { binDir } : {}),
     settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', shared_buffers: '512MB', max_connections: '50' },
   })
+  const scratch = mkdtempSync(join(tmpdir(), 'pipegres-bench-'))
   try {
-    if (pin) execFileSync('taskset', ['-a', '-p', '-c', '0', String(server.pid)], { stdio: 'ignore' })
+    const serverCpus = pin ? '0' : undefined
+    const clientCpus = pin ? '1' : undefined
+    if (serverCpus) pinTree(server.pid, serverCpus)
     const target: Target = { host: server.host, port: server.port, user: server.superuser.user, password: server.superuser.password, database: server.database }
     const workloads = WORKLOADS.filter((w) => selected.includes(w.name))
     const setup = await connect({ ...target, sslmode: 'disable' })
-    const typedRows = Math.max(...workloads.map((w) => (w.name === 'typed-read' ? sizeOf(w) : 0)), 1000)
-    for (const sql of setupSql(typedRows, quick ? 10_000 : 100_000)) await setup.query(sql)
-    const streamRows = Math.max(...workloads.map((w) => (STREAM_TABLE_READERS.includes(w.name) ? sizeOf(w) : 0)), 1000)
-    for (const sql of streamSetupSql(streamRows)) await setup.query(sql)
+    const typedRows = Math.max(...workloads.map((w) => (w.name === 'typed-read' || w.name === 'codec-decode' ? sizeOf(w) : 0)), 1000)
+    const users = Math.max(...workloads.map((w) => (USERS_READERS.includes(w.name) ? sizeOf(w) : 0)), KEYS)
+    const t0 = performance.now()
+    for (const sql of [...setupSql(typedRows, users), ...copySetupSql()]) await setup.query(sql)
     await setup.end()
-    console.log(`PostgreSQL ${server.versionString.replace(/^postgres \(PostgreSQL\)\s*/, '')}, ${rounds} interleaved rounds, ${repeat} measured repetitions each${pin ? ', server on CPU 0, clients on CPU 1' : ''}\n`)
+    const codec = workloads.find((w) => w.name === 'codec-decode')
+    const fixture = join(scratch, 'typed.fixture')
+    if (workloads.some((w) => w.serverless)) await captureCodecFixture(target, codec ? sizeOf(codec) : 1000, fixture)
+    const pgbench = findPgbench(binDir ?? server.binDir)
+    const pgbenchScript = join(scratch, 'lookups.sql')
+    const keys = userKeys()
+    const lookups = Array.from({ length: 100 }, (_, i) => `SELECT id, name, email FROM ${USERS_TABLE} WHERE id = '${keys[i]}';`)
+    writeFileSync(pgbenchScript, ['\\startpipeline', ...lookups, '\\endpipeline', ''].join('\n'))
 
+    const header = [
+      `PostgreSQL ${server.versionString.replace(/^postgres \(PostgreSQL\)\s*/, '')} (fsync, synchronous_commit, full_page_writes off), ${users.toLocaleString('en-US')} users, ${typedRows.toLocaleString('en-US')} typed rows`,
+      machine(),
+      `${new Date().toISOString().slice(0, 10)}; ${rounds} interleaved rounds of ${repeat} measured repetitions per client; ${pin ? 'server on CPU 0, clients on CPU 1' : 'no CPU pinning'}; tables set up in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+    ]
+    console.log(header.join('\n') + '\n')
+    const sections: string[] = []
     const results: Record<string, Row[]> = {}
     for (const w of workloads) {
       const size = sizeOf(w)
-      const rows: Row[] = w.variants.map((v) => ({ label: v.label, perSecond: [], cpuPerUnit: [], peakRss: [], checks: [] }))
-      for (let round = 0; round < rounds; round++) {
-        // Rotate the order every round so that no client always runs first.
-        for (let k = 0; k < w.variants.length; k++) {
-          const i = (k + round) % w.variants.length
-          const variant = w.variants[i]!
-          const m = await runChild(variant, { target, workload: w.name, size, variant: variant.variant, repeat })
-          if (m.check.startsWith('inconsistent')) console.warn(`warning: ${variant.label} on ${w.name}: ${m.check}`)
-          const row = rows[i]!
-          for (let r = 0; r < m.wallMs.length; r++) {
-            row.perSecond.push((m.units / m.wallMs[r]!) * 1000)
-            row.cpuPerUnit.push(m.cpuUs[r]! / m.units)
+      const rows: Row[] = w.variants.map((v) => {
+        const skipped = unavailable(v, pgbench)
+        return { label: v.label, client: v.client, perSecond: [], cpuPerUnit: [], serverPerUnit: [], p50: [], p99: [], peakRss: [], checks: [], failures: [], ...(skipped ? { skipped } : {}) }
+      })
+      const oneCore = w.name === 'sequential-one-core' && pin
+      if (oneCore) pinTree(server.pid, '1')
+      try {
+        for (let round = 0; round < rounds; round++) {
+          // Rotate the order every round so that no client always runs first.
+          for (let k = 0; k < w.variants.length; k++) {
+            const i = (k + round) % w.variants.length
+            const variant = w.variants[i]!
+            const row = rows[i]!
+            if (row.skipped) continue
+            let m: Measurement
+            try {
+              m =
+                variant.client === 'pgbench'
+                  ? await runPgbench(pgbench!, target, Number(variant.variant), size, server.pid, clientCpus, pgbenchScript)
+                  : await runChild(variant, { target, workload: w.name, size, variant: variant.variant, repeat, ...(w.serverless ? { fixture } : { serverPid: server.pid }) }, clientCpus)
+            } catch (err) {
+              row.failures.push((err as Error).message)
+              console.warn(`warning: ${(err as Error).message}`)
+              continue
+            }
+            if (m.check.startsWith('inconsistent')) console.warn(`warning: ${variant.label} on ${w.name}: ${m.check}`)
+            for (let r = 0; r < m.wallMs.length; r++) {
+              row.perSecond.push((m.units / m.wallMs[r]!) * 1000)
+              row.cpuPerUnit.push(m.cpuUs[r]! / m.units)
+              if (m.serverCpuUs) row.serverPerUnit.push(m.serverCpuUs[r]! / m.units)
+            }
+            if (m.p50Us) row.p50.push(...m.p50Us)
+            if (m.p99Us) row.p99.push(...m.p99Us)
+            row.peakRss.push(m.peakRss)
+            row.checks.push(m.check)
           }
-          row.peakRss.push(m.peakRss)
-          row.checks.push(m.check)
         }
+      } finally {
+        if (oneCore) pinTree(server.pid, serverCpus ?? `0-${cpus().length - 1}`)
       }
+      // Every client must have read or written the same thing (pgbench checks nothing).
+      const distinct = new Set(rows.filter((r) => r.client !== 'pgbench').flatMap((r) => r.checks.map((c) => c.replace(/^.* reported, /, ''))))
+      if (distinct.size > 1 && w.name !== 'copy-to') console.warn(`warning: the clients disagree on ${w.name}: ${[...distinct].join(' | ')}`)
       results[w.name] = rows
-      console.log(report(w, rows) + '\n')
+      const section = report(w, rows)
+      sections.push(section)
+      console.log(section + '\n')
     }
     const json = arg('json')
-    if (json) writeFileSync(json, JSON.stringify(results, null, 2))
+    if (json) writeFileSync(json, JSON.stringify({ header, results }, null, 2))
+    const markdown = arg('markdown')
+    if (markdown) writeFileSync(markdown, [...header.map((h) => `${h}  `), '', ...sections.map((s) => s + '\n')].join('\n'))
   } finally {
+    rmSync(scratch, { recursive: true, force: true })
     await server.stop()
   }
 }

@@ -5,7 +5,12 @@
 // It creates a table, fills it with pipelined INSERTs, reads it back with
 // thousands of pipelined SELECTs in flight on one connection and then with
 // awaited one-at-a-time SELECTs, and measures what a queued query costs in memory.
+// Then, unless --no-bench is given, a short run of the benchmark suite compares
+// pipegres with pg, postgres.js and Bun's SQL client on a server of its own.
 
+import { spawn } from 'node:child_process'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { startServer, stopAllOnSignals, type RunningServer } from '../harness/server.js'
 import { connect, type Client, type ClientOptions } from '../src/index.js'
 
@@ -121,7 +126,25 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err)
-  process.exitCode = 1
-})
+/** The benchmark runner in quick mode: a few workloads, small sizes, 3 interleaved rounds. */
+function shortBenchmark(): Promise<number> {
+  const runner = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'run.js')
+  const args = [runner, '--quick', '--workloads', 'pipelined,pool,users-read,typed-read,inserts', '--clients', 'pipegres,pg,postgres,bun,pgbench']
+  console.log('\nA short benchmark (npm run bench runs them all, at full size): starting a PostgreSQL of its own...')
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: 'inherit' })
+    child.on('error', reject)
+    child.on('exit', (code) => resolve(code ?? 1))
+  })
+}
+
+main()
+  .then(async () => {
+    if (process.exitCode || process.argv.includes('--no-bench')) return
+    const code = await shortBenchmark()
+    if (code !== 0) process.exitCode = code
+  })
+  .catch((err: unknown) => {
+    console.error(err)
+    process.exitCode = 1
+  })

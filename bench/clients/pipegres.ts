@@ -1,11 +1,13 @@
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { connect, createPool } from '../../src/index.js'
-import { childMain, measure, reportInterval } from '../lib/measure.js'
+import { childMain, latencySink, measure, reportInterval } from '../lib/measure.js'
 import type { Task } from '../lib/protocol.js'
 import {
   ByteCounter,
+  checksumLookups,
   checksumRows,
+  checksumUsers,
   COPY_COLUMNS,
   COPY_TABLE,
   copyFromSql,
@@ -13,57 +15,87 @@ import {
   copyRows,
   copyTextChunks,
   copyToSql,
+  insertParams,
+  insertUntimed,
+  insertUserSql,
   selectUserSql,
-  STREAM_TABLE,
-  streamSelectSql,
   typedReadSql,
+  userKeys,
+  usersReadSql,
 } from '../lib/workloads.js'
 
 // pipegres: variant 'binary' (prepared statements: results in binary after the
 // first execution) or 'text' (prepare: false: unnamed statements, text results).
-// stream-select: variant 'stream' or 'cursor'; copy-from-rows: 'binary' or
-// 'text', the format copyFromRows() sends; copy-to: '' (copyTo(), raw bytes) or
-// 'rows' (copyToRows(), decoded rows).
+// stream: variant 'stream' or 'cursor'; copy-from-rows: 'binary' or 'text', the
+// format copyFromRows() sends; copy-to: '' (copyTo(), raw bytes) or 'rows'
+// (copyToRows(), decoded rows).
+
+interface User {
+  id: string
+  name: string
+  email: string
+}
 
 await childMain(async (task: Task) => {
-  if (task.workload === 'pool-select') {
+  const n = task.size
+  const keys = userKeys()
+  if (task.workload === 'pool') {
     const pool = createPool({ ...task.target, sslmode: 'disable', max: 4 })
     try {
-      const n = task.size
       return await measure(task, n, async () => {
-        const all = new Array<Promise<{ rows: Record<string, unknown>[] }>>(n)
-        for (let i = 0; i < n; i++) all[i] = pool.query(selectUserSql, [(i % 10000) + 1])
+        const all = new Array<Promise<{ rows: User[] }>>(n)
+        for (let i = 0; i < n; i++) all[i] = pool.query<User>(selectUserSql, [keys[i % keys.length]])
         const rs = await Promise.all(all)
-        return checksumRows(rs.map((r) => r.rows[0]!))
+        return checksumLookups(keys, rs.map((r) => r.rows[0]))
       })
     } finally {
       await pool.end()
     }
   }
-  const db = await connect({ ...task.target, sslmode: 'disable', prepare: !(task.workload === 'typed-read' && task.variant === 'text') })
-  const copyIn = copyInUntimed(async (text) => (await db.query<{ check: string }>(text)).rows[0]?.check)
+  const db = await connect({ ...task.target, sslmode: 'disable', prepare: task.variant !== 'text' })
+  const firstCheck = async (text: string): Promise<string | undefined> => (await db.query<{ check: string }>(text)).rows[0]?.check
   try {
     switch (task.workload) {
       case 'typed-read': {
-        const sql = typedReadSql(task.size)
-        return await measure(task, task.size, async () => checksumRows((await db.query(sql)).rows))
+        const sql = typedReadSql(n)
+        return await measure(task, n, async () => checksumRows((await db.query(sql)).rows))
       }
-      case 'select-pipelined': {
-        const n = task.size
+      case 'users-read': {
+        const sql = usersReadSql(n)
+        return await measure(task, n, async () => checksumUsers((await db.query<User>(sql)).rows))
+      }
+      case 'pipelined':
         return await measure(task, n, async () => {
-          const all = new Array<Promise<{ rows: Record<string, unknown>[] }>>(n)
-          for (let i = 0; i < n; i++) all[i] = db.query(selectUserSql, [(i % 10000) + 1])
+          const all = new Array<Promise<{ rows: User[] }>>(n)
+          for (let i = 0; i < n; i++) all[i] = db.query<User>(selectUserSql, [keys[i % keys.length]])
           const rs = await Promise.all(all)
-          return checksumRows(rs.map((r) => r.rows[0]!))
+          return checksumLookups(keys, rs.map((r) => r.rows[0]))
         })
-      }
-      case 'select-sequential': {
-        const n = task.size
+      case 'sequential':
+      case 'sequential-one-core':
         return await measure(task, n, async () => {
-          let sum = 0
-          for (let i = 0; i < n; i++) sum += (await db.query<{ id: number }>(selectUserSql, [(i % 10000) + 1])).rows[0]!.id
-          return `${n}:${sum}`
+          const lat = latencySink()
+          const rows = new Array<User | undefined>(n)
+          for (let i = 0; i < n; i++) {
+            const t0 = performance.now()
+            rows[i] = (await db.query<User>(selectUserSql, [keys[i % keys.length]])).rows[0]
+            lat.push(performance.now() - t0)
+          }
+          return checksumLookups(keys, rows)
         })
+      case 'inserts': {
+        const ids = userKeys(n)
+        return await measure(
+          task,
+          n,
+          async () => {
+            const all = new Array<Promise<unknown>>(n)
+            for (let i = 0; i < n; i++) all[i] = db.query(insertUserSql, insertParams(ids, i))
+            return String((await Promise.all(all)).length)
+          },
+          false,
+          insertUntimed(firstCheck),
+        )
       }
       case 'cancel': {
         // Time from abort() to the rejection of a running query, one at a time.
@@ -78,70 +110,69 @@ await childMain(async (task: Task) => {
           return 'cancelled'
         }, true)
       }
-      case 'stream-select': {
-        const sql = streamSelectSql(task.size)
+      case 'stream': {
+        const sql = usersReadSql(n)
         if (task.variant === 'cursor') {
-          return await measure(task, task.size, async () => {
-            let n = 0
+          return await measure(task, n, async () => {
+            let count = 0
             let sum = 0
-            for await (const rows of db.cursor<{ id: number }>(sql, [], { batchSize: 1000 })) {
-              for (const r of rows) sum += r.id
-              n += rows.length
+            for await (const rows of db.cursor<User>(sql, [], { batchSize: 1000 })) {
+              for (const r of rows) sum += r.email.length
+              count += rows.length
             }
-            return `${n}:${sum}`
+            return `${count}:${sum}`
           })
         }
-        return await measure(task, task.size, async () => {
-          let n = 0
+        return await measure(task, n, async () => {
+          let count = 0
           let sum = 0
-          for await (const r of db.stream<{ id: number }>(sql)) {
-            sum += r.id
-            n++
+          for await (const r of db.stream<User>(sql)) {
+            sum += r.email.length
+            count++
           }
-          return `${n}:${sum}`
+          return `${count}:${sum}`
         })
       }
       case 'copy-from-text': {
-        const chunks = copyTextChunks(task.size)
+        const chunks = copyTextChunks(n)
         return await measure(
           task,
-          task.size,
+          n,
           async () => {
             const w = db.copyFrom(copyFromSql)
             await pipeline(Readable.from(chunks), w)
             return String((await w.result).rowCount)
           },
           false,
-          copyIn,
+          copyInUntimed(firstCheck),
         )
       }
       case 'copy-from-rows': {
-        const rows = copyRows(task.size)
+        const rows = copyRows(n)
         const format = task.variant === 'text' ? 'text' : 'binary'
         return await measure(
           task,
-          task.size,
+          n,
           async () => String((await db.copyFromRows(COPY_TABLE, rows, { columns: COPY_COLUMNS, format })).rowCount),
           false,
-          copyIn,
+          copyInUntimed(firstCheck),
         )
       }
       case 'copy-to': {
         if (task.variant === 'rows') {
-          return await measure(task, task.size, async () => {
-            let n = 0
+          return await measure(task, n, async () => {
+            let count = 0
             let sum = 0
-            for await (const r of db.copyToRows<{ id: number }>(`SELECT id, name, n FROM ${STREAM_TABLE}`, { format: 'binary' })) {
-              sum += r.id
-              n++
+            for await (const r of db.copyToRows<User>(usersReadSql(n), { format: 'binary' })) {
+              sum += r.email.length
+              count++
             }
-            if (n !== task.size) throw new Error(`copied ${n} rows, expected ${task.size}`)
-            return `${n}:${sum}`
+            return `${count}:${sum}`
           })
         }
-        return await measure(task, task.size, async () => {
+        return await measure(task, n, async () => {
           const counter = new ByteCounter()
-          await pipeline(db.copyTo(copyToSql), counter)
+          await pipeline(db.copyTo(copyToSql(n)), counter)
           return `${counter.bytes} bytes`
         })
       }

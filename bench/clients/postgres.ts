@@ -1,51 +1,83 @@
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import postgres from 'postgres'
-import { childMain, measure, reportInterval } from '../lib/measure.js'
+import { childMain, latencySink, measure, reportInterval } from '../lib/measure.js'
 import type { Task } from '../lib/protocol.js'
 import {
   ByteCounter,
+  checksumLookups,
   checksumRows,
+  checksumUsers,
+  copyFromBinarySql,
   copyFromSql,
   copyInUntimed,
   copyRows,
   copyTextChunks,
   copyToSql,
+  encodeCopyBinary,
   encodeCopyText,
+  insertParams,
+  insertUntimed,
+  insertUserSql,
   selectUserSql,
-  streamSelectSql,
   typedReadSql,
+  userKeys,
+  usersReadSql,
 } from '../lib/workloads.js'
 
 // postgres.js with its defaults (prepared statements, text results), on one
-// connection. stream-select: variant 'cursor' (.cursor(1000)) or 'forEach'.
+// connection (max: 4 for the pool workload). stream: variant 'cursor'
+// (.cursor(1000)) or 'forEach'; COPY FROM 'text' or 'binary' data encoded by
+// the benchmark's own encoders.
 
 await childMain(async (task: Task) => {
-  const sql = postgres({ ...task.target, max: task.workload === 'pool-select' ? 4 : 1, ssl: false, onnotice: () => {} })
-  const copyIn = copyInUntimed(async (text) => (await sql.unsafe(text))[0]?.check as string | undefined)
+  const n = task.size
+  const keys = userKeys()
+  const sql = postgres({ ...task.target, max: task.workload === 'pool' ? 4 : 1, ssl: false, onnotice: () => {} })
+  const firstCheck = async (text: string): Promise<string | undefined> => (await sql.unsafe(text))[0]?.check as string | undefined
   try {
     switch (task.workload) {
       case 'typed-read': {
-        const text = typedReadSql(task.size)
-        return await measure(task, task.size, async () => checksumRows(await sql.unsafe(text, [], { prepare: true })))
+        const text = typedReadSql(n)
+        return await measure(task, n, async () => checksumRows(await sql.unsafe(text, [], { prepare: true })))
       }
-      case 'pool-select':
-      case 'select-pipelined': {
-        const n = task.size
+      case 'users-read': {
+        const text = usersReadSql(n)
+        return await measure(task, n, async () => checksumUsers(await sql.unsafe(text, [], { prepare: true })))
+      }
+      case 'pool':
+      case 'pipelined':
         return await measure(task, n, async () => {
           const all = new Array<Promise<postgres.RowList<postgres.Row[]>>>(n)
-          for (let i = 0; i < n; i++) all[i] = sql.unsafe(selectUserSql, [(i % 10000) + 1], { prepare: true })
+          for (let i = 0; i < n; i++) all[i] = sql.unsafe(selectUserSql, [keys[i % keys.length]!], { prepare: true })
           const rs = await Promise.all(all)
-          return checksumRows(rs.map((r) => r[0]!))
+          return checksumLookups(keys, rs.map((r) => r[0]))
         })
-      }
-      case 'select-sequential': {
-        const n = task.size
+      case 'sequential':
+      case 'sequential-one-core':
         return await measure(task, n, async () => {
-          let sum = 0
-          for (let i = 0; i < n; i++) sum += (await sql.unsafe(selectUserSql, [(i % 10000) + 1], { prepare: true }))[0]!.id as number
-          return `${n}:${sum}`
+          const lat = latencySink()
+          const rows = new Array<postgres.Row | undefined>(n)
+          for (let i = 0; i < n; i++) {
+            const t0 = performance.now()
+            rows[i] = (await sql.unsafe(selectUserSql, [keys[i % keys.length]!], { prepare: true }))[0]
+            lat.push(performance.now() - t0)
+          }
+          return checksumLookups(keys, rows)
         })
+      case 'inserts': {
+        const ids = userKeys(n)
+        return await measure(
+          task,
+          n,
+          async () => {
+            const all = new Array<Promise<unknown>>(n)
+            for (let i = 0; i < n; i++) all[i] = sql.unsafe(insertUserSql, insertParams(ids, i), { prepare: true })
+            return String((await Promise.all(all)).length)
+          },
+          false,
+          insertUntimed(firstCheck),
+        )
       }
       case 'cancel': {
         return await measure(task, 1, async () => {
@@ -59,60 +91,62 @@ await childMain(async (task: Task) => {
           return 'cancelled'
         }, true)
       }
-      case 'stream-select': {
-        const text = streamSelectSql(task.size)
+      case 'stream': {
+        const text = usersReadSql(n)
         if (task.variant === 'forEach') {
-          return await measure(task, task.size, async () => {
-            let n = 0
+          return await measure(task, n, async () => {
+            let count = 0
             let sum = 0
             await sql.unsafe(text, [], { prepare: true }).forEach((r) => {
-              sum += r.id as number
-              n++
+              sum += (r.email as string).length
+              count++
             })
-            return `${n}:${sum}`
+            return `${count}:${sum}`
           })
         }
-        return await measure(task, task.size, async () => {
-          let n = 0
+        return await measure(task, n, async () => {
+          let count = 0
           let sum = 0
           for await (const rows of sql.unsafe(text, [], { prepare: true }).cursor(1000)) {
-            for (const r of rows) sum += r.id as number
-            n += rows.length
+            for (const r of rows) sum += (r.email as string).length
+            count += rows.length
           }
-          return `${n}:${sum}`
+          return `${count}:${sum}`
         })
       }
       // writable() does not tell how many rows the server took: the table's count says it.
       case 'copy-from-text': {
-        const chunks = copyTextChunks(task.size)
+        const chunks = copyTextChunks(n)
         return await measure(
           task,
-          task.size,
+          n,
           async () => {
             await pipeline(Readable.from(chunks), await sql.unsafe(copyFromSql).writable())
             return '-'
           },
           false,
-          copyIn,
+          copyInUntimed(firstCheck),
         )
       }
       case 'copy-from-rows': {
-        const rows = copyRows(task.size)
+        const rows = copyRows(n)
+        const binary = task.variant === 'binary'
         return await measure(
           task,
-          task.size,
+          n,
           async () => {
-            await pipeline(Readable.from(encodeCopyText(rows)), await sql.unsafe(copyFromSql).writable())
+            const data = binary ? encodeCopyBinary(rows) : encodeCopyText(rows)
+            await pipeline(Readable.from(data), await sql.unsafe(binary ? copyFromBinarySql : copyFromSql).writable())
             return '-'
           },
           false,
-          copyIn,
+          copyInUntimed(firstCheck),
         )
       }
       case 'copy-to': {
-        return await measure(task, task.size, async () => {
+        return await measure(task, n, async () => {
           const counter = new ByteCounter()
-          await pipeline(await sql.unsafe(copyToSql).readable(), counter)
+          await pipeline(await sql.unsafe(copyToSql(n)).readable(), counter)
           return `${counter.bytes} bytes`
         })
       }

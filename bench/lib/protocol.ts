@@ -18,6 +18,10 @@ export interface Task {
   variant: string
   /** Measured repetitions inside the child, after one warm-up. */
   repeat: number
+  /** The postmaster's pid: the child samples the CPU time of the whole server around each repetition. */
+  serverPid?: number
+  /** A file the workload reads instead of a server (the codec microbenchmarks' captured bytes). */
+  fixture?: string
 }
 
 export interface Measurement {
@@ -27,6 +31,11 @@ export interface Measurement {
   wallMs: number[]
   /** Client CPU (user + system) of each repetition, µs. */
   cpuUs: number[]
+  /** Server CPU (every process of the server) of each repetition, µs; absent where it cannot be read. */
+  serverCpuUs?: number[]
+  /** Latency percentiles of each repetition, µs, for workloads that time every query. */
+  p50Us?: number[]
+  p99Us?: number[]
   /** Peak resident set size of the process, bytes. */
   peakRss: number
   /** A checksum of what was read, so that a client cannot skip work unnoticed. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { Writable } from 'node:stream'
 import type { Untimed } from './measure.js'
 
@@ -6,13 +7,57 @@ import type { Untimed } from './measure.js'
 
 export const TYPED_TABLE = 'bench_typed'
 export const USERS_TABLE = 'bench_users'
+/** The table W7 inserts into, emptied before every repetition. */
+export const INSERT_TABLE = 'bench_insert'
 
 /** Rows of the typed table: every column a different type. */
 export function typedReadSql(size: number): string {
   return `SELECT id, i8, f8, num, flag, ts, d, u, j, by, tags FROM ${TYPED_TABLE} ORDER BY id LIMIT ${size}`
 }
 
+/** How many distinct users the single-row SELECTs cycle through. */
+export const KEYS = 10_000
+
 export const selectUserSql = `SELECT id, name, email FROM ${USERS_TABLE} WHERE id = $1`
+
+/** The id of user number `n` (1-based): the same uuid the setup SQL gives it, md5('u' || n)::uuid. */
+export function userKey(n: number): string {
+  const h = createHash('md5').update(`u${n}`).digest('hex')
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
+}
+
+/** The ids of users 1..n, computed before anything is timed. */
+export function userKeys(n = KEYS): string[] {
+  const keys = new Array<string>(n)
+  for (let i = 0; i < n; i++) keys[i] = userKey(i + 1)
+  return keys
+}
+
+/**
+ * The checksum of a run of single-row SELECTs: how many answered, and how many
+ * answered with the row their own key asked for (a misattributed reply would
+ * lower the second number).
+ */
+export function checksumLookups(keys: readonly string[], rows: readonly ({ id?: unknown } | undefined)[]): string {
+  let matched = 0
+  for (let i = 0; i < rows.length; i++) if (rows[i]?.id === keys[i % keys.length]) matched++
+  return `${rows.length}:${matched}`
+}
+
+/** W4: the first `size` users, all columns. */
+export function usersReadSql(size: number): string {
+  return `SELECT id, name, email, password FROM ${USERS_TABLE} LIMIT ${size}`
+}
+
+/** W5: every user, streamed. */
+export const usersStreamSql = `SELECT id, name, email, password FROM ${USERS_TABLE}`
+
+/** The same checksum from any client's users rows: how many, and their emails' total length. */
+export function checksumUsers(rows: readonly { email?: unknown }[]): string {
+  let sum = 0
+  for (const r of rows) sum += (r.email as string).length
+  return `${rows.length}:${sum}`
+}
 
 /** The same checksum from any client's rows: how many, and the sum of one integer column. */
 export function checksumRows(rows: readonly Record<string, unknown>[], key = 'id'): string {
@@ -21,10 +66,27 @@ export function checksumRows(rows: readonly Record<string, unknown>[], key = 'id
   return `${rows.length}:${sum}`
 }
 
+/** W7: one user per statement. */
+export const insertUserSql = `INSERT INTO ${INSERT_TABLE} (id, name, email, password) VALUES ($1, $2, $3, $4)`
+
+/** The parameters of W7's `i`-th INSERT (0-based); ids are users beyond the users table's. */
+export function insertParams(keys: readonly string[], i: number): [string, string, string, string] {
+  return [keys[i]!, `new user ${i}`, `new${i}@example.com`, `pw-hash-${i}`]
+}
+
+/** Empties the insert table before each W7 repetition and checks what arrived after it. */
+export function insertUntimed(query: (text: string) => Promise<string | undefined>): Untimed {
+  return {
+    before: async () => void (await query(`TRUNCATE ${INSERT_TABLE}`)),
+    after: async (reported) =>
+      `${reported} reported, ${await query(`SELECT count(*) || ':' || sum(hashtext(id::text || name || email || password)) AS check FROM ${INSERT_TABLE}`)} in the table`,
+  }
+}
+
 /** Setup statements for the benchmark tables (run once by the runner). */
 export function setupSql(typedRows: number, users: number): string[] {
   return [
-    `DROP TABLE IF EXISTS ${TYPED_TABLE}, ${USERS_TABLE}`,
+    `DROP TABLE IF EXISTS ${TYPED_TABLE}, ${USERS_TABLE}, ${INSERT_TABLE}`,
     `CREATE TABLE ${TYPED_TABLE} (
        id int4 PRIMARY KEY, i8 int8, f8 float8, num numeric, flag bool, ts timestamptz, d date,
        u uuid, j jsonb, by bytea, tags text[])`,
@@ -34,30 +96,25 @@ export function setupSql(typedRows: number, users: number): string[] {
               md5(g::text)::uuid, jsonb_build_object('id', g, 'name', 'item ' || g, 'tags', jsonb_build_array('a', 'b')),
               decode(md5(g::text), 'hex'), ARRAY['tag' || (g % 10), 'x', 'y']
        FROM generate_series(1, ${typedRows}) g`,
-    `CREATE TABLE ${USERS_TABLE} (id int4 PRIMARY KEY, uid uuid, name text, email text, password text)`,
+    `CREATE TABLE ${USERS_TABLE} (id uuid PRIMARY KEY, name text, email text, password text)`,
     `INSERT INTO ${USERS_TABLE}
-       SELECT g, md5(g::text)::uuid, 'user ' || g, 'user' || g || '@example.com', md5('pw' || g)
+       SELECT md5('u' || g)::uuid, 'user ' || g, 'user' || g || '@example.com', md5('pw' || g)
        FROM generate_series(1, ${users}) g`,
+    // Unlogged with autovacuum off, like the COPY table: the server's share of
+    // a load stays small and the same for every client.
+    `CREATE UNLOGGED TABLE ${INSERT_TABLE} (id uuid PRIMARY KEY, name text, email text, password text) WITH (autovacuum_enabled = off)`,
     `VACUUM ANALYZE ${TYPED_TABLE}, ${USERS_TABLE}`,
   ]
 }
 
-/** The plain table the streaming and COPY TO workloads read: int4, text, int8. */
-export const STREAM_TABLE = 'bench_rows'
 /** The table the COPY FROM workloads load, emptied before every repetition. */
 export const COPY_TABLE = 'bench_copy_in'
 export const COPY_COLUMNS = ['id', 'name', 'n'] as const
 
-/**
- * A real table rather than generate_series(): a set-returning function in FROM
- * is materialized on the server before the first row is sent, which would
- * measure the server's tuplestore instead of the clients' streaming.
- */
-export function streamSelectSql(size: number): string {
-  return `SELECT id, name, n FROM ${STREAM_TABLE} WHERE id <= ${size}`
+/** COPY TO of the first `size` users. */
+export function copyToSql(size: number): string {
+  return `COPY (${usersReadSql(size)}) TO STDOUT`
 }
-
-export const copyToSql = `COPY ${STREAM_TABLE} TO STDOUT`
 
 /**
  * Where every client's COPY TO stream is piped, counting bytes. pipeline()
@@ -74,18 +131,16 @@ export class ByteCounter extends Writable {
 }
 
 export const copyFromSql = `COPY ${COPY_TABLE} (${COPY_COLUMNS.join(', ')}) FROM STDIN`
+export const copyFromBinarySql = `${copyFromSql} (FORMAT binary)`
 
-/** Setup statements of the streaming and COPY tables; `rows` rows in the table that is read. */
-export function streamSetupSql(rows: number): string[] {
+/** Setup statement of the COPY table. */
+export function copySetupSql(): string[] {
   return [
-    `DROP TABLE IF EXISTS ${STREAM_TABLE}, ${COPY_TABLE}`,
-    `CREATE TABLE ${STREAM_TABLE} (id int4 PRIMARY KEY, name text, n int8)`,
-    `INSERT INTO ${STREAM_TABLE} SELECT g, md5(g::text), g * 2 FROM generate_series(1, ${rows}) g`,
+    `DROP TABLE IF EXISTS ${COPY_TABLE}`,
     // Unlogged and never vacuumed behind the benchmark's back: the server's
     // share of a load is the same for every client, so keeping it small and
     // steady lets the clients' differences show.
     `CREATE UNLOGGED TABLE ${COPY_TABLE} (id int4, name text, n int8) WITH (autovacuum_enabled = off)`,
-    `VACUUM ANALYZE ${STREAM_TABLE}`,
   ]
 }
 
@@ -137,6 +192,45 @@ export function* encodeCopyText(rows: Iterable<CopyRow>): Generator<Buffer> {
     }
   }
   if (s.length > 0) yield Buffer.from(s)
+}
+
+const BINARY_HEADER = Buffer.from('PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0', 'latin1')
+
+/**
+ * Rows as binary COPY data (int4, text, int8) in chunks of about 64 KiB, as
+ * an application would write it by hand for a client without a binary COPY
+ * encoder of its own.
+ */
+export function* encodeCopyBinary(rows: Iterable<CopyRow>): Generator<Buffer> {
+  let buf = Buffer.allocUnsafe(CHUNK + 4096)
+  BINARY_HEADER.copy(buf, 0)
+  let at = BINARY_HEADER.length
+  for (const [id, name, n] of rows) {
+    const nameLength = Buffer.byteLength(name)
+    const need = 2 + 8 + 4 + nameLength + 12 + 2
+    if (at + need > buf.length) {
+      yield buf.subarray(0, at)
+      buf = Buffer.allocUnsafe(Math.max(CHUNK + 4096, need))
+      at = 0
+    }
+    at = buf.writeInt16BE(3, at)
+    at = buf.writeInt32BE(4, at)
+    at = buf.writeInt32BE(id, at)
+    at = buf.writeInt32BE(nameLength, at)
+    at += buf.write(name, at)
+    if (n === null) at = buf.writeInt32BE(-1, at)
+    else {
+      at = buf.writeInt32BE(8, at)
+      at = buf.writeBigInt64BE(BigInt(n), at)
+    }
+    if (at >= CHUNK) {
+      yield buf.subarray(0, at)
+      buf = Buffer.allocUnsafe(CHUNK + 4096)
+      at = 0
+    }
+  }
+  at = buf.writeInt16BE(-1, at)
+  yield buf.subarray(0, at)
 }
 
 /**
