@@ -179,10 +179,24 @@ export function decodeNegotiateProtocolVersion(buf: Uint8Array, start: number, e
   return { version, unsupportedOptions }
 }
 
+/** The last tag decoded, and its bytes with the NUL: pipelined statements mostly repeat it ('SELECT 1'). */
+let lastTag = ''
+let lastTagBytes: Uint8Array = new Uint8Array(0)
+
 export function decodeCommandComplete(buf: Uint8Array, start: number, end: number): string {
+  const n = end - start
+  if (n === lastTagBytes.length) {
+    let i = 0
+    while (i < n && buf[start + i] === lastTagBytes[i]) i++
+    if (i === n) return lastTag
+  }
   const r = new Reader(buf, start, end, 'CommandComplete')
   const tag = r.cstr()
   r.done()
+  if (n <= 64) {
+    lastTag = tag
+    lastTagBytes = buf.slice(start, end)
+  }
   return tag
 }
 

@@ -65,15 +65,20 @@ export const utf8Write: (buf: Uint8Array, pos: number, s: string) => number = No
 /** Decodes UTF-8 bytes; malformed sequences become U+FFFD. */
 export const utf8Read: (buf: Uint8Array, start: number, end: number) => string = NodeBuffer
   ? (buf, start, end) => {
-      const n = end - start
-      if (n < 16) {
-        let s = ''
-        for (let i = start; i < end; i++) {
-          const c = buf[i]!
-          if (c >= 0x80) return NodeBuffer.prototype.utf8Slice.call(buf, start, end)
-          s += String.fromCharCode(c)
+      // Short ASCII (names, numbers, dates, command tags) is read faster as
+      // Latin-1, which skips the UTF-8 validation, once a scan has shown it
+      // holds no byte above 0x7f. Building it a character at a time would make
+      // a string per character for the garbage collector.
+      if (end - start < 16) {
+        for (let i = start; i < end; i++) if (buf[i]! >= 0x80) return NodeBuffer.prototype.utf8Slice.call(buf, start, end)
+        try {
+          return NodeBuffer.prototype.latin1Slice.call(buf, start, end)
+        } catch {
+          // Not a real typed array (a Proxy standing in for one): read it by index.
+          let s = ''
+          for (let i = start; i < end; i++) s += String.fromCharCode(buf[i]!)
+          return s
         }
-        return s
       }
       return NodeBuffer.prototype.utf8Slice.call(buf, start, end)
     }

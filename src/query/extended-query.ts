@@ -686,7 +686,10 @@ export class ExtendedQuery implements Request, Abortable {
     if (sink !== null) return this.sinkRow(sink, x, buf, start, end)
     const plan = x.plan!
     try {
-      ;(x.rows ??= []).push((this.flags & ARRAY_ROWS) !== 0 ? plan.array(buf, start, end) : plan.object(buf, start, end))
+      const row = (this.flags & ARRAY_ROWS) !== 0 ? plan.array(buf, start, end) : plan.object(buf, start, end)
+      // Most pipelined queries return one row: an array of exactly one, not push()'s first 16 slots.
+      if (x.rows === null) x.rows = [row]
+      else x.rows.push(row)
     } catch (err) {
       if (err instanceof ProtocolError) throw err
       // A value that fails to decode fails this query only; the stream stays in step.

@@ -19,7 +19,24 @@ export interface Result<R = Row> {
 const counted = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'FETCH', 'MOVE', 'COPY'])
 
 /** Splits a CommandComplete tag ('INSERT 0 5', 'CREATE TABLE') into command and row count. */
-export function parseCommandTag(tag: string): { command: string; rowCount: number | null } {
+export function parseCommandTag(tag: string): CommandTag {
+  if (tag === lastTag) return lastParsed
+  lastParsed = splitTag(tag)
+  lastTag = tag
+  return lastParsed
+}
+
+/** A tag split into its parts; shared between results, so never changed. */
+interface CommandTag {
+  readonly command: string
+  readonly rowCount: number | null
+}
+
+/** Pipelined statements mostly repeat the last tag: its split is kept. */
+let lastTag = ''
+let lastParsed: CommandTag = { command: '', rowCount: null }
+
+function splitTag(tag: string): CommandTag {
   const sp = tag.indexOf(' ')
   if (sp > 0) {
     const command = tag.slice(0, sp)
