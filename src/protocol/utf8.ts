@@ -84,6 +84,14 @@ export const utf8Read: (buf: Uint8Array, start: number, end: number) => string =
     }
   : (buf, start, end) => decoder.decode(buf.subarray(start, end))
 
+/**
+ * Decodes bytes the caller knows are ASCII (text it assembled itself, such as
+ * a uuid's hex digits): Latin-1 reads them without UTF-8's validation.
+ */
+export const asciiRead: (buf: Uint8Array, start: number, end: number) => string = NodeBuffer
+  ? (buf, start, end) => NodeBuffer.prototype.latin1Slice.call(buf, start, end)
+  : (buf, start, end) => decoder.decode(buf.subarray(start, end))
+
 /** Decodes UTF-8 bytes, throwing a TypeError on a malformed sequence. */
 export function utf8ReadStrict(buf: Uint8Array, start: number, end: number): string {
   return strictDecoder.decode(buf.subarray(start, end))

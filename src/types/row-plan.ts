@@ -21,11 +21,18 @@ export class RowPlan {
   /** False when a column is named __proto__, which plain assignment would turn into a prototype change. */
   private readonly plainKeys: boolean
 
+  /** Builds a row object from its decoded values in one step, or null where code cannot be generated. */
+  private readonly make: RowMaker | null
+  /** The decoded values of the row being built: one array per plan, reused for every row. */
+  private readonly scratch: unknown[]
+
   constructor(columns: readonly ColumnInfo[], decoders: readonly Decoder[]) {
     this.count = columns.length
     this.names = columns.map((c) => c.name)
     this.decoders = decoders
     this.plainKeys = !this.names.includes('__proto__')
+    this.scratch = new Array<unknown>(this.count).fill(null)
+    this.make = this.plainKeys ? rowMaker(this.names) : null
   }
 
   private columnCount(buf: Uint8Array, start: number, end: number): void {
@@ -37,6 +44,32 @@ export class RowPlan {
   }
 
   object(buf: Uint8Array, start: number, end: number): Record<string, unknown> {
+    const make = this.make
+    if (make === null) return this.objectByKeys(buf, start, end)
+    this.columnCount(buf, start, end)
+    const values = this.scratch
+    const decoders = this.decoders
+    let p = start + 2
+    for (let i = 0; i < this.count; i++) {
+      if (p + 4 > end) throw truncated()
+      const len = (buf[p]! << 24) | (buf[p + 1]! << 16) | (buf[p + 2]! << 8) | buf[p + 3]!
+      p += 4
+      if (len >= 0) {
+        if (p + len > end) throw truncated()
+        values[i] = decoders[i]!(buf, p, p + len)
+        p += len
+      } else if (len === -1) values[i] = null
+      else throw truncated()
+    }
+    if (p !== end) throw truncated()
+    const row = new make(values)
+    // The plan is cached with its statement: it must not keep the last row's values alive.
+    for (let i = 0; i < values.length; i++) values[i] = null
+    return row
+  }
+
+  /** Rows built key by key: where a column is named __proto__, or code generation is not allowed. */
+  private objectByKeys(buf: Uint8Array, start: number, end: number): Record<string, unknown> {
     this.columnCount(buf, start, end)
     const row: Record<string, unknown> = {}
     const names = this.names
@@ -79,6 +112,40 @@ export class RowPlan {
     return row
   }
 }
+
+type RowMaker = new (values: readonly unknown[]) => Record<string, unknown>
+
+/**
+ * A constructor that assigns every column in order, so that V8 knows a row's
+ * final shape up front: rows built key by key from {} go through a megamorphic
+ * keyed store per column and, past four columns, outgrow their in-object
+ * slots into a separate property array. Names are embedded as JSON string
+ * literals, so no column name can be read as code. Null where the runtime
+ * forbids code generation (a content security policy, or
+ * --disallow-code-generation-from-strings).
+ */
+function rowMaker(names: readonly string[]): RowMaker | null {
+  // Unprepared queries get a plan each: the constructors are shared by column names.
+  const key = names.join('\0')
+  const known = makers.get(key)
+  if (known !== undefined) return known
+  const body = names.map((name, i) => `this[${JSON.stringify(name)}] = v[${i}]`).join('\n')
+  let make: { prototype: object }
+  try {
+    make = new Function('v', body) as { prototype: object }
+  } catch {
+    return null
+  }
+  // Rows stay plain objects: Object.prototype, constructor Object, deep-equal to literals.
+  make.prototype = Object.prototype
+  if (makers.size >= MAX_MAKERS) makers.clear()
+  makers.set(key, make as unknown as RowMaker)
+  return make as unknown as RowMaker
+}
+
+/** Row constructors by column names; bounded, as an application may make up column names without end. */
+const makers = new Map<string, RowMaker>()
+const MAX_MAKERS = 512
 
 function truncated(): ProtocolError {
   return new ProtocolError('malformed DataRow message from server: a column length does not match the message length')

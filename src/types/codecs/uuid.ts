@@ -1,6 +1,6 @@
 import type { Writer } from '../../protocol/writer.js'
 import type { Codec, ResolvedTypeOptions } from '../codec.js'
-import { utf8Read } from '../../protocol/utf8.js'
+import { asciiRead, utf8Read } from '../../protocol/utf8.js'
 import { expectLength } from './binary.js'
 import { malformed, wrongType } from './scalar-errors.js'
 
@@ -35,7 +35,7 @@ function decodeUuidBinary(buf: Uint8Array, start: number, end: number): string {
     scratch[p++] = HEX_CHARS[b >> 4]!
     scratch[p++] = HEX_CHARS[b & 15]!
   }
-  return utf8Read(scratch, 0, 36)
+  return asciiRead(scratch, 0, 36)
 }
 
 function decodeUuidText(buf: Uint8Array, start: number, end: number): string {
