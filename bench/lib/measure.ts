@@ -35,8 +35,8 @@ function procCpuUs(pid: number): number {
   }
 }
 
-/** The children of a process, from /proc/<pid>/task/<tid>/children. */
-function childrenOf(pid: number): number[] {
+/** The children of a process, from /proc/<pid>/task/<tid>/children (until it reaps them, those that exited too). */
+export function childrenOf(pid: number): number[] {
   const out: number[] = []
   try {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
