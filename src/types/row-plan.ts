@@ -46,8 +46,32 @@ export class RowPlan {
   object(buf: Uint8Array, start: number, end: number): Record<string, unknown> {
     const make = this.make
     if (make === null) return this.objectByKeys(buf, start, end)
+    const values = this.decode(this.scratch, buf, start, end)
+    const row = new make(values)
+    // The plan is cached with its statement: it must not keep the last row's values alive.
+    for (let i = 0; i < values.length; i++) values[i] = null
+    return row
+  }
+
+  /** Rows built key by key: where a column is named __proto__, or code generation is not allowed. */
+  private objectByKeys(buf: Uint8Array, start: number, end: number): Record<string, unknown> {
+    const values = this.decode(new Array<unknown>(this.count), buf, start, end)
+    const row: Record<string, unknown> = {}
+    const names = this.names
+    for (let i = 0; i < this.count; i++) {
+      if (this.plainKeys) row[names[i]!] = values[i]
+      else Object.defineProperty(row, names[i]!, { value: values[i], enumerable: true, writable: true, configurable: true })
+    }
+    return row
+  }
+
+  array(buf: Uint8Array, start: number, end: number): unknown[] {
+    return this.decode(new Array<unknown>(this.count), buf, start, end)
+  }
+
+  /** Decodes every column of a DataRow into `values` (NULL as null) and returns it. */
+  private decode(values: unknown[], buf: Uint8Array, start: number, end: number): unknown[] {
     this.columnCount(buf, start, end)
-    const values = this.scratch
     const decoders = this.decoders
     let p = start + 2
     for (let i = 0; i < this.count; i++) {
@@ -62,54 +86,7 @@ export class RowPlan {
       else throw truncated()
     }
     if (p !== end) throw truncated()
-    const row = new make(values)
-    // The plan is cached with its statement: it must not keep the last row's values alive.
-    for (let i = 0; i < values.length; i++) values[i] = null
-    return row
-  }
-
-  /** Rows built key by key: where a column is named __proto__, or code generation is not allowed. */
-  private objectByKeys(buf: Uint8Array, start: number, end: number): Record<string, unknown> {
-    this.columnCount(buf, start, end)
-    const row: Record<string, unknown> = {}
-    const names = this.names
-    const decoders = this.decoders
-    let p = start + 2
-    for (let i = 0; i < this.count; i++) {
-      if (p + 4 > end) throw truncated()
-      const len = (buf[p]! << 24) | (buf[p + 1]! << 16) | (buf[p + 2]! << 8) | buf[p + 3]!
-      p += 4
-      let v: unknown = null
-      if (len >= 0) {
-        if (p + len > end) throw truncated()
-        v = decoders[i]!(buf, p, p + len)
-        p += len
-      } else if (len !== -1) throw truncated()
-      if (this.plainKeys) row[names[i]!] = v
-      else Object.defineProperty(row, names[i]!, { value: v, enumerable: true, writable: true, configurable: true })
-    }
-    if (p !== end) throw truncated()
-    return row
-  }
-
-  array(buf: Uint8Array, start: number, end: number): unknown[] {
-    this.columnCount(buf, start, end)
-    const row: unknown[] = new Array(this.count)
-    const decoders = this.decoders
-    let p = start + 2
-    for (let i = 0; i < this.count; i++) {
-      if (p + 4 > end) throw truncated()
-      const len = (buf[p]! << 24) | (buf[p + 1]! << 16) | (buf[p + 2]! << 8) | buf[p + 3]!
-      p += 4
-      if (len >= 0) {
-        if (p + len > end) throw truncated()
-        row[i] = decoders[i]!(buf, p, p + len)
-        p += len
-      } else if (len === -1) row[i] = null
-      else throw truncated()
-    }
-    if (p !== end) throw truncated()
-    return row
+    return values
   }
 }
 
