@@ -236,18 +236,21 @@ for (const name of selected) if (!WORKLOADS.some((w) => w.name === name)) throw 
 const bunBinary = join(root, 'node_modules', '.bin', 'bun')
 
 /** Why a client cannot run here, or undefined if it can. */
-function unavailable(v: Variant, pgbench: string | undefined): string | undefined {
+function unavailable(v: Variant, pgbench: string | undefined, pgNative: boolean): string | undefined {
   if (clientsWanted && !clientsWanted.includes(v.client) && !(v.variant === 'native' && clientsWanted.includes('pg-native'))) return 'not selected'
   if (v.client === 'bun' && !existsSync(bunBinary)) return 'the bun package is not installed'
   if (v.client === 'pgbench' && !pgbench) return 'no pgbench (14 or later) found'
-  if (v.variant === 'native') {
-    try {
-      execFileSync(process.execPath, ['-e', "import('pg-native').then(() => {}, () => process.exit(1))"], { stdio: 'ignore' })
-    } catch {
-      return 'pg-native is not installed (it needs libpq and a C++ toolchain to build)'
-    }
-  }
+  if (v.variant === 'native' && !pgNative) return 'pg-native is not installed (it needs libpq and a C++ toolchain to build)'
   return undefined
+}
+
+/** Whether pg-native was built (a name in a variable: it has no type declarations). */
+async function hasPgNative(): Promise<boolean> {
+  const name = 'pg-native'
+  return import(name).then(
+    () => true,
+    () => false,
+  )
 }
 
 /** A pgbench with pipeline mode (14+): the chosen installation's, else one on PATH, else Debian's. */
@@ -326,11 +329,12 @@ async function runPgbench(pgbench: string, target: Target, connections: number, 
     })
   await once()
   const units = transactions * connections * perPipeline
-  const m: Measurement = { units, wallMs: [], cpuUs: [], serverCpuUs: [], peakRss: 0, check: 'pgbench' }
+  const m: Measurement = { units, wallMs: [], cpuUs: [], serverCpuUs: [], serverWallMs: [], peakRss: 0, check: 'pgbench' }
   for (let i = 0; i < repeat; i++) {
     const r = await once()
     // Its own figure leaves out connecting, as the clients' timings do.
     m.wallMs.push(Number.isFinite(r.tps) && r.tps > 0 ? (units / (r.tps * perPipeline)) * 1000 : r.wall)
+    m.serverWallMs!.push(r.wall)
     m.cpuUs.push(r.cpu)
     if (r.server !== undefined) m.serverCpuUs!.push(r.server)
   }
@@ -362,6 +366,8 @@ interface Row {
   perSecond: number[]
   cpuPerUnit: number[]
   serverPerUnit: number[]
+  /** Server CPU over wall time of each repetition: the share of one core the server used. */
+  serverBusy: number[]
   p50: number[]
   p99: number[]
   peakRss: number[]
@@ -408,8 +414,8 @@ function report(w: Workload, rows: Row[]): string {
       (cpu / baseCpu).toFixed(2),
     ]
     if (server) {
-      const busy = r.serverPerUnit.length > 0 ? median(r.serverPerUnit.map((us, k) => (us * r.perSecond[k]!) / 1e6)) : undefined
-      cells.push(r.serverPerUnit.length > 0 ? median(r.serverPerUnit).toFixed(2) : '–', busy === undefined ? '–' : `${Math.round(busy * 100)}%`)
+      const has = r.serverPerUnit.length > 0
+      cells.push(has ? median(r.serverPerUnit).toFixed(2) : '–', has ? `${Math.round(median(r.serverBusy) * 100)}%` : '–')
     }
     if (latency) cells.push(r.p50.length > 0 ? median(r.p50).toFixed(0) : '–', r.p99.length > 0 ? median(r.p99).toFixed(0) : '–')
     if (!w.serverless) cells.push(r.client === 'pgbench' ? '–' : String(Math.round(median(r.peakRss) / 1048576)))
@@ -470,6 +476,7 @@ async function main(): Promise<void> {
     const fixture = join(scratch, 'typed.fixture')
     if (workloads.some((w) => w.serverless)) await captureCodecFixture(target, codec ? sizeOf(codec) : 1000, fixture)
     const pgbench = findPgbench(binDir ?? server.binDir)
+    const pgNative = await hasPgNative()
     const pgbenchScript = join(scratch, 'lookups.sql')
     const keys = userKeys()
     const lookups = Array.from({ length: 100 }, (_, i) => `SELECT id, name, email FROM ${USERS_TABLE} WHERE id = '${keys[i]}';`)
@@ -486,8 +493,8 @@ async function main(): Promise<void> {
     for (const w of workloads) {
       const size = sizeOf(w)
       const rows: Row[] = w.variants.map((v) => {
-        const skipped = unavailable(v, pgbench)
-        return { label: v.label, client: v.client, perSecond: [], cpuPerUnit: [], serverPerUnit: [], p50: [], p99: [], peakRss: [], checks: [], failures: [], ...(skipped ? { skipped } : {}) }
+        const skipped = unavailable(v, pgbench, pgNative)
+        return { label: v.label, client: v.client, perSecond: [], cpuPerUnit: [], serverPerUnit: [], serverBusy: [], p50: [], p99: [], peakRss: [], checks: [], failures: [], ...(skipped ? { skipped } : {}) }
       })
       const oneCore = w.name === 'sequential-one-core' && pin
       if (oneCore) pinTree(server.pid, '1')
@@ -514,7 +521,10 @@ async function main(): Promise<void> {
             for (let r = 0; r < m.wallMs.length; r++) {
               row.perSecond.push((m.units / m.wallMs[r]!) * 1000)
               row.cpuPerUnit.push(m.cpuUs[r]! / m.units)
-              if (m.serverCpuUs) row.serverPerUnit.push(m.serverCpuUs[r]! / m.units)
+              if (m.serverCpuUs) {
+                row.serverPerUnit.push(m.serverCpuUs[r]! / m.units)
+                row.serverBusy.push(m.serverCpuUs[r]! / ((m.serverWallMs ?? m.wallMs)[r]! * 1000))
+              }
             }
             if (m.p50Us) row.p50.push(...m.p50Us)
             if (m.p99Us) row.p99.push(...m.p99Us)

@@ -33,6 +33,8 @@ export interface Measurement {
   cpuUs: number[]
   /** Server CPU (every process of the server) of each repetition, µs; absent where it cannot be read. */
   serverCpuUs?: number[]
+  /** Wall time over which serverCpuUs was read, ms, where it is not wallMs (pgbench's rate leaves out connecting). */
+  serverWallMs?: number[]
   /** Latency percentiles of each repetition, µs, for workloads that time every query. */
   p50Us?: number[]
   p99Us?: number[]
