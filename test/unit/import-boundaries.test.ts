@@ -13,7 +13,7 @@ const here = dirname(fileURLToPath(import.meta.url))
 const root = resolve(here, '..', '..', '..')
 const src = join(root, 'src')
 
-type Layer = 'errors' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'facade' | 'wire'
+type Layer = 'errors' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'facade' | 'wire' | 'integrations'
 
 const allowedLayers: Record<Layer, Layer[]> = {
   errors: [],
@@ -28,6 +28,8 @@ const allowedLayers: Record<Layer, Layer[]> = {
   facade: ['errors', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'facade', 'wire'],
   // The browser-side parser (pipegres/wire) must load in a browser on its own.
   wire: [],
+  // Subpath adapters (pipegres/pg, /kysely, ...): the public API only, checked separately below.
+  integrations: [],
 }
 
 const allowedNode: Record<Layer, RegExp> = {
@@ -39,8 +41,21 @@ const allowedNode: Record<Layer, RegExp> = {
   config: /^node:(fs|fs\/promises|os|path|net|tls)$/,
   connection: /^node:(net|tls|fs|os|path|events|crypto)$/,
   query: /^$/,
-  facade: /^node:(events|stream)$/,
+  // diagnostics_channel: tracing channels (present in Node, Bun and Deno).
+  facade: /^node:(events|stream|diagnostics_channel)$/,
   wire: /^$/,
+  integrations: /^node:(events|stream|diagnostics_channel|async_hooks|util)$/,
+}
+
+// The only packages an integration may import, each an optional peer dependency of its own subpath.
+const integrationPackages = /^(kysely|drizzle-orm(\/.*)?|@prisma\/driver-adapter-utils|@opentelemetry\/api)$/
+const publicEntry = join(src, 'index.ts')
+
+/** An integration reaches pipegres through its public entry only, or through files of its own subpath. */
+function integrationEdge(file: string, target: string): string | undefined {
+  if (target === publicEntry) return undefined
+  const own = join(src, 'integrations', relative(join(src, 'integrations'), file).split(sep)[0]!)
+  return target.startsWith(own + sep) ? undefined : 'integrations reach pipegres through src/index.ts only'
 }
 
 function layerOf(file: string): Layer {
@@ -80,6 +95,7 @@ test('every import under src/ respects the layering', () => {
         continue
       }
       if (!spec.startsWith('.')) {
+        if (from === 'integrations' && integrationPackages.test(spec)) continue
         violations.push(`${where}: no runtime dependencies, and node built-ins need the node: prefix`)
         continue
       }
@@ -88,7 +104,16 @@ test('every import under src/ respects the layering', () => {
         violations.push(`${where}: outside src/`)
         continue
       }
+      if (from === 'integrations') {
+        const problem = integrationEdge(file, target)
+        if (problem) violations.push(`${where}: ${problem}`)
+        continue
+      }
       const to = layerOf(target)
+      if (to === 'integrations') {
+        violations.push(`${where}: the core never loads an integration`)
+        continue
+      }
       if (to !== from && !allowedLayers[from].includes(to)) violations.push(`${where}: ${from}/ may not import ${to}/`)
     }
   }
