@@ -1,0 +1,214 @@
+import {
+  AbortedTransactionError,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type CompiledQuery,
+  type DatabaseConnection,
+  type DatabaseIntrospector,
+  type Dialect,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+  type QueryCompiler,
+  type QueryResult,
+  type TransactionSettings,
+} from 'kysely'
+import { ArgumentError, TransactionError, quoteIdentifier, type QueryOptions, type Result, type TransactionOptions } from '../../index.js'
+import { OpenTransaction, type PipegresTarget } from './open-transaction.js'
+
+export type { PipegresTarget } from './open-transaction.js'
+
+export interface PipegresDialectConfig {
+  /**
+   * A pipegres Pool (createPool) or Client (connect), or a function giving one.
+   * Queries are pipelined through it; transactions reserve a connection.
+   */
+  pool: PipegresTarget | (() => PipegresTarget | Promise<PipegresTarget>)
+  /** Options for every query Kysely runs: `types`, `timeout`, `prepare`, `rowMode` is always 'object'. */
+  queryOptions?: Omit<QueryOptions, 'rowMode' | 'signal'>
+  /** Whether `db.destroy()` ends the pool or client (default true, as Kysely's own dialects do). */
+  endOnDestroy?: boolean
+}
+
+/**
+ * Kysely on pipegres: `new Kysely({ dialect: new PipegresDialect({ pool }) })`.
+ * PostgreSQL's SQL dialect, adapter and introspector are Kysely's own.
+ */
+export class PipegresDialect implements Dialect {
+  readonly #config: PipegresDialectConfig
+
+  constructor(config: PipegresDialectConfig) {
+    if (typeof config !== 'object' || config === null || config.pool === undefined || config.pool === null) {
+      throw new ArgumentError('PipegresDialect needs { pool }: a pipegres Pool or Client')
+    }
+    this.#config = config
+  }
+
+  createDriver(): Driver {
+    return new PipegresDriver(this.#config)
+  }
+
+  createQueryCompiler(): QueryCompiler {
+    return new PostgresQueryCompiler()
+  }
+
+  createAdapter(): DialectAdapter {
+    return new PostgresAdapter()
+  }
+
+  createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    return new PostgresIntrospector(db)
+  }
+}
+
+function isTarget(v: unknown): v is PipegresTarget {
+  return typeof v === 'object' && v !== null && typeof (v as PipegresTarget).query === 'function' && typeof (v as PipegresTarget).begin === 'function'
+}
+
+class PipegresDriver implements Driver {
+  #target: PipegresTarget | null = null
+  readonly #options: QueryOptions
+
+  constructor(private readonly config: PipegresDialectConfig) {
+    this.#options = { ...config.queryOptions, rowMode: 'object' }
+  }
+
+  async init(): Promise<void> {
+    const p = this.config.pool
+    const target = typeof p === 'function' ? await p() : p
+    if (!isTarget(target)) throw new ArgumentError('PipegresDialect: pool must be a pipegres Pool or Client')
+    this.#target = target
+  }
+
+  private target(): PipegresTarget {
+    if (this.#target === null) throw new ArgumentError('PipegresDialect: the driver has been destroyed')
+    return this.#target
+  }
+
+  /**
+   * Not a reservation: Kysely asks for a connection per query, and a
+   * connection of its own would serialise what pipegres pipelines. Only a
+   * transaction takes a connection (see beginTransaction).
+   */
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new PipegresConnection(this.target(), this.#options)
+  }
+
+  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    await (connection as PipegresConnection).begin(transactionOptions(settings))
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await (connection as PipegresConnection).commit()
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await (connection as PipegresConnection).rollback()
+  }
+
+  async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await (connection as PipegresConnection).control(`SAVEPOINT ${quoteIdentifier(name)}`)
+  }
+
+  async rollbackToSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await (connection as PipegresConnection).control(`ROLLBACK TO SAVEPOINT ${quoteIdentifier(name)}`)
+  }
+
+  async releaseSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await (connection as PipegresConnection).control(`RELEASE SAVEPOINT ${quoteIdentifier(name)}`)
+  }
+
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    // A transaction Kysely never ended must not keep its connection.
+    await (connection as PipegresConnection).rollback()
+  }
+
+  async destroy(): Promise<void> {
+    const target = this.#target
+    this.#target = null
+    if (target !== null && this.config.endOnDestroy !== false && 'end' in target) await target.end()
+  }
+}
+
+function transactionOptions(settings: TransactionSettings): TransactionOptions {
+  const options: TransactionOptions = {}
+  if (settings.isolationLevel !== undefined) {
+    if (settings.isolationLevel === 'snapshot') throw new ArgumentError("PostgreSQL has no 'snapshot' isolation level (its 'repeatable read' is snapshot isolation)")
+    options.isolation = settings.isolationLevel
+  }
+  if (settings.accessMode !== undefined) options.readOnly = settings.accessMode === 'read only'
+  return options
+}
+
+const counted = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE'])
+
+function toQueryResult<R>(r: Result<R>): QueryResult<R> {
+  if (counted.has(r.command) && r.rowCount !== null) return { numAffectedRows: BigInt(r.rowCount), rows: r.rows }
+  return { rows: r.rows }
+}
+
+/** What Kysely sees as a connection: the shared pool or client, or a transaction while one is open. */
+class PipegresConnection implements DatabaseConnection {
+  #open: OpenTransaction | null = null
+
+  constructor(
+    private readonly target: PipegresTarget,
+    private readonly options: QueryOptions,
+  ) {}
+
+  private runner(): Pick<PipegresTarget, 'query' | 'stream'> {
+    return this.#open?.tx ?? this.target
+  }
+
+  async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    return toQueryResult(await this.runner().query<R>(compiled.sql, compiled.parameters, this.options))
+  }
+
+  async *streamQuery<R>(compiled: CompiledQuery, chunkSize = 100): AsyncIterableIterator<QueryResult<R>> {
+    if (!Number.isInteger(chunkSize) || chunkSize <= 0) throw new ArgumentError(`stream(chunkSize): chunkSize must be a positive integer, not ${String(chunkSize)}`)
+    const rows = this.runner().stream<R>(compiled.sql, compiled.parameters, { ...this.options, highWaterMark: Math.max(chunkSize, 16) })
+    let batch: R[] = []
+    // Leaving the loop early (break, an error) closes the stream, which cancels the query.
+    for await (const row of rows) {
+      batch.push(row)
+      if (batch.length >= chunkSize) {
+        yield { rows: batch }
+        batch = []
+      }
+    }
+    if (batch.length > 0) yield { rows: batch }
+  }
+
+  async control(sql: string): Promise<void> {
+    if (this.#open === null) throw new ArgumentError(`${sql.split(' ')[0]} outside a transaction`)
+    await this.#open.tx.query(sql, [], { prepare: false })
+  }
+
+  async begin(options: TransactionOptions): Promise<void> {
+    if (this.#open !== null && !this.#open.over) throw new ArgumentError('a transaction is already open on this connection')
+    this.#open = await OpenTransaction.open(this.target, options)
+  }
+
+  async commit(): Promise<void> {
+    const open = this.#open
+    if (open === null) return
+    try {
+      await open.commit()
+    } catch (err) {
+      if (err instanceof TransactionError && err.code === 'PG_TRANSACTION_ROLLED_BACK') {
+        // Kysely's way of saying so; pipegres's error stays reachable as its cause.
+        throw Object.defineProperty(new AbortedTransactionError(), 'cause', { value: err, configurable: true, writable: true })
+      }
+      throw err
+    } finally {
+      this.#open = null
+    }
+  }
+
+  async rollback(): Promise<void> {
+    const open = this.#open
+    this.#open = null
+    if (open !== null) await open.rollback()
+  }
+}
