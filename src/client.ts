@@ -9,6 +9,7 @@ import { Listeners, type Listener, type NotificationHandler } from './notify.js'
 import type { Notification, TransactionStatus } from './protocol/backend.js'
 import type { RowMode } from './query/extended-query.js'
 import { Session } from './query/session.js'
+import { replicationRefusal } from './replication-guard.js'
 import { checkRowMode, checkTypeOptions, makeQuery, Queryable, type QueryDefaults } from './queryable.js'
 import { runTransaction, type Transaction, type TransactionOptions } from './transaction.js'
 import { TypeCatalog } from './types/catalog.js'
@@ -39,9 +40,17 @@ export interface ClientOptions extends ConnectOptions {
    * refused at once with an ArgumentError instead of queued. Default: no limit.
    */
   maxPending?: number
+  /**
+   * Every column comes back as the text PostgreSQL prints (NULL as null),
+   * whatever its type, and no type is looked up in pg_type; `types` and
+   * `customTypes` are then not used. Parameters go as given: strings,
+   * numbers, bigints and booleans as text, Uint8Arrays as binary. For layers
+   * that convert values themselves, as pipegres/pg does with pg's parsers.
+   */
+  textResults?: boolean
 }
 
-export const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes', 'queryTimeout', 'reconnectMaxDelay', 'maxPending'] as const
+export const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes', 'queryTimeout', 'reconnectMaxDelay', 'maxPending', 'textResults'] as const
 
 export type { QueryOptions, SimpleQueryOptions } from './queryable.js'
 export type { Result, Row, Field } from './query/result.js'
@@ -145,7 +154,7 @@ export class Client extends Queryable {
       throw new ArgumentError('maxPending must be a positive integer')
     }
     this.maxPending = opts.maxPending ?? Infinity
-    this.catalog = shared?.catalog ?? new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') })
+    this.catalog = shared?.catalog ?? new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
     if (opts.customTypes !== undefined) {
       if (!Array.isArray(opts.customTypes)) throw new ArgumentError('customTypes must be an array')
       for (const t of opts.customTypes) this.registerType(t)
@@ -270,6 +279,7 @@ export class Client extends Queryable {
       this.config.statementCacheSize,
       (req) => this.sendInternal(req),
       () => Number.parseInt(conn.serverParameters.server_version ?? '0', 10),
+      (req) => this.resend(req),
     )
     this.conn = conn
     this.state = State.Connected
@@ -377,6 +387,8 @@ export class Client extends Queryable {
 
   /** Sends a request on behalf of `owner` (a transaction or reservation holding the connection), or of nobody. */
   send(req: Request, owner: object | null): void {
+    const refused = replicationRefusal(this.config, req)
+    if (refused !== null) return req.fail(refused, false)
     if (this.state === State.Closed || (this.ending !== null && owner === null)) {
       req.fail(this.closedError(), false)
       return
@@ -431,6 +443,40 @@ export class Client extends Queryable {
     else req.fail(this.closedError(), false)
   }
 
+  /** A request sent again by its connection's session: as its owner sent it, accepted even while ending (it was issued before). */
+  private resend(req: Request): void {
+    const owner = this.owners.get(req)
+    if (this.holder !== null && owner !== this.holder) {
+      this.held.push(req)
+      return
+    }
+    this.sendInternal(req)
+  }
+
+  /**
+   * Learns whether the connection reaches the server itself or a pooler: the
+   * backend's own pid equals the one from BackendKeyData only on a direct
+   * connection (a pooler makes up its own cancel key). Asked once, the first
+   * time the connection is held for a transaction or reservation, where it
+   * matters (see ExtendedQuery.encode).
+   */
+  private probePooling(): void {
+    const conn = this.conn
+    const session = conn?.attachment as Session | undefined
+    if (conn === null || conn.closed || session === undefined || session.pooling !== 'unknown' || session.probing) return
+    session.probing = true
+    const req = makeQuery(this.queryDefaults, 'SELECT pg_backend_pid() AS pid', undefined, { prepare: false, rowMode: 'array' })
+    req.promise.then(
+      (r) => {
+        if (session.pooling === 'unknown') session.pooling = Number((r.rows[0] as unknown[] | undefined)?.[0]) === conn.processId ? 'direct' : 'pooled'
+      },
+      () => {
+        session.probing = false
+      },
+    )
+    conn.send(req, true)
+  }
+
   /**
    * Gives the connection to `holder` alone: requests from anybody else wait
    * until release(). Resolves once any previous holder has released it.
@@ -440,6 +486,7 @@ export class Client extends Queryable {
     if (this.state === State.Closed) throw this.closedError()
     this.holder = holder
     this.holderConn = null
+    this.probePooling()
   }
 
   private holdWaiters: (() => void)[] = []

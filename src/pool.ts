@@ -80,7 +80,7 @@ export class Pool extends Queryable {
     this.max = max
     this.idleTimeout = nonNegative(opts.idleTimeout, 30_000, 'idleTimeout')
     this.maxLifetime = nonNegative(opts.maxLifetime, 1_800_000, 'maxLifetime')
-    this.catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') })
+    this.catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
     for (const t of opts.customTypes ?? []) this.registerType(t)
     const rowMode: RowMode = opts.rowMode !== undefined ? checkRowMode(opts.rowMode) : 'object'
     this.queryDefaults = { rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.catalog, view: this.catalog.view() }

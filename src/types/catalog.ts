@@ -1,5 +1,6 @@
 import { defaultTypeOptions, type Codec, type ResolvedTypeOptions, type TypeOptions } from './codec.js'
 import { customCodec, type CustomType } from './custom.js'
+import { unknownTypeCodec } from './fallback.js'
 import { BUILTIN_INFOS, type TypeInfo } from './type-info.js'
 import { TypeView } from './view.js'
 
@@ -20,7 +21,15 @@ export class TypeCatalog {
   /** OIDs a lookup could not resolve (not in pg_type, or the lookup failed), with the version it failed at. */
   private readonly failed = new Map<number, number>()
 
-  constructor(readonly options: ResolvedTypeOptions = defaultTypeOptions) {}
+  /**
+   * textOnly: every type is treated as one without a codec (text results, the
+   * string PostgreSQL prints), so nothing is ever looked up in pg_type. For
+   * layers that convert values themselves (pipegres/pg applies pg's parsers).
+   */
+  constructor(
+    readonly options: ResolvedTypeOptions = defaultTypeOptions,
+    readonly textOnly = false,
+  ) {}
 
   info(oid: number): TypeInfo | undefined {
     return BUILTIN_INFOS.get(oid) ?? this.learned.get(oid)
@@ -28,10 +37,11 @@ export class TypeCatalog {
 
   /** True when decoding `oid` needs nothing more from the server. */
   knows(oid: number): boolean {
-    return oid === 0 || this.userByOid.has(oid) || BUILTIN_INFOS.has(oid) || this.learned.has(oid) || this.failed.has(oid)
+    return oid === 0 || this.textOnly || this.userByOid.has(oid) || BUILTIN_INFOS.has(oid) || this.learned.has(oid) || this.failed.has(oid)
   }
 
   userCodec(oid: number, info: TypeInfo | undefined): Codec | undefined {
+    if (this.textOnly) return unknownTypeCodec
     const byOid = this.userByOid.get(oid)
     if (byOid !== undefined || info === undefined) return byOid
     return this.userByName.get(`${info.schema}.${info.name}`) ?? this.userByName.get(info.name)

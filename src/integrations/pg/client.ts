@@ -1,0 +1,162 @@
+import { EventEmitter } from 'node:events'
+import { Client as CoreClient, type Notification, type PgNotice } from '../../index.js'
+import { mapConfig, type PgClientConfig } from './config.js'
+import { pgQuery, type Session } from './query.js'
+import { toPgError, toPgNotice } from './result.js'
+import { TypeOverrides, type TypeFormat } from './types.js'
+import type { TextParser } from './parsers.js'
+import { escapeIdentifier, escapeLiteral } from './values.js'
+
+type Done = (err?: Error | null) => void
+
+/**
+ * pg's Client over one pipegres connection. Queries are pipelined on it
+ * (pg would queue them and send one at a time), in the order they were
+ * issued, so a client used for a transaction behaves as with pg.
+ */
+export class Client extends EventEmitter {
+  readonly user: string | undefined
+  readonly database: string | undefined
+  readonly port: number
+  readonly host: string
+  /** Emits 'parameterStatus' ({ parameterName, parameterValue }) for every server parameter, as pg's connection object does. */
+  readonly connection = new EventEmitter()
+  private readonly core: CoreClient
+  private readonly session: Session
+  private readonly overrides: TypeOverrides
+  private connectPromise: Promise<void> | null = null
+  private ended: Promise<void> | null = null
+  private dead: Error | null = null
+  _connected = false
+  _ending = false
+  _queryable = true
+
+  constructor(config?: string | PgClientConfig) {
+    super()
+    const mapped = mapConfig(config, { textResults: true, rowMode: 'array' })
+    this.user = mapped.user
+    this.database = mapped.database
+    this.port = mapped.port
+    this.host = mapped.host
+    this.overrides = new TypeOverrides(mapped.types)
+    this.session = { types: this.overrides, names: new Map(), prepare: mapped.prepare }
+    this.core = new CoreClient({ ...mapped.options, onNotice: (n: PgNotice) => this.emit('notice', toPgNotice(n)) })
+    this.core.on('notification', (n: Notification) => this.emit('notification', { ...n, name: 'notification', length: 0 }))
+    this.core.on('parameter', (name, value) => this.connection.emit('parameterStatus', { parameterName: name, parameterValue: value }))
+    this.core.on('disconnect', (err) => this.lost(err))
+  }
+
+  /** The connection is gone: like pg, this client is done (pipegres would reconnect; pg applications expect it not to). */
+  private lost(err: Error): void {
+    if (this.dead !== null || this._ending || !this._connected) return
+    this.dead = err
+    this._queryable = false
+    const busy = this.core.pendingQueries > 0
+    this.core.destroy(err)
+    // pg reports a lost connection on the query in flight, else on the client.
+    if (!busy) this.emit('error', err)
+    this.emit('end')
+  }
+
+  get processID(): number | null {
+    return this.core.processId || null
+  }
+
+  get secretKey(): null {
+    return null
+  }
+
+  connect(): Promise<void>
+  connect(callback: Done): undefined
+  connect(callback?: Done): Promise<void> | undefined {
+    if (this.connectPromise === null) {
+      this.connectPromise = this.core.connect().then(
+        () => {
+          this._connected = true
+          // Sequelize reads server_version and standard_conforming_strings this way, during connect.
+          for (const [name, value] of Object.entries(this.core.serverParameters)) {
+            this.connection.emit('parameterStatus', { parameterName: name, parameterValue: value })
+          }
+          this.emit('connect')
+        },
+        (err: unknown) => {
+          this._queryable = false
+          // pipegres would keep trying to connect for later queries; a pg client that failed to connect stays failed.
+          this.dead = err as Error
+          this.core.destroy(err as Error)
+          throw toPgError(err)
+        },
+      )
+    } else {
+      const again = new Error('Client has already been connected. You cannot reuse a client.')
+      if (callback !== undefined) {
+        process.nextTick(() => callback(again))
+        return undefined
+      }
+      return Promise.reject(again)
+    }
+    if (callback !== undefined) {
+      this.connectPromise.then(
+        () => callback(null),
+        (err: Error) => callback(err),
+      )
+      return undefined
+    }
+    return this.connectPromise
+  }
+
+  /** pg's query(text | config | Query, values?, callback?). */
+  query(...args: unknown[]): any {
+    if (this.dead !== null || this._ending) {
+      const err = new Error(this.dead !== null ? 'Client has encountered a connection error and is not queryable' : 'Client was closed and is not queryable')
+      const cb = args.find((a) => typeof a === 'function') as Done | undefined
+      if (cb !== undefined) {
+        process.nextTick(() => cb(err))
+        return undefined
+      }
+      return Promise.reject(err)
+    }
+    return pgQuery(this.session, this.core, args, undefined)
+  }
+
+  end(): Promise<void>
+  end(callback: Done): undefined
+  end(callback?: Done): Promise<void> | undefined {
+    if (this.ended === null) {
+      this._ending = true
+      this._queryable = false
+      const closing = this.dead !== null ? Promise.resolve() : this.core.end()
+      this.ended = closing.then(() => {
+        if (this.dead === null) this.emit('end')
+      })
+    }
+    if (callback !== undefined) {
+      this.ended.then(
+        () => callback(null),
+        (err: Error) => callback(err),
+      )
+      return undefined
+    }
+    return this.ended
+  }
+
+  setTypeParser(oid: number, format: TypeFormat | TextParser, parser?: TextParser): void {
+    this.overrides.setTypeParser(oid, format, parser)
+  }
+
+  getTypeParser(oid: number, format?: TypeFormat): TextParser {
+    return this.overrides.getTypeParser(oid, format)
+  }
+
+  escapeIdentifier(name: string): string {
+    return escapeIdentifier(name)
+  }
+
+  escapeLiteral(value: string): string {
+    return escapeLiteral(value)
+  }
+
+  /** pg keeps the process alive while a client is open; pipegres's sockets are ordinary ones, so these do nothing. */
+  ref(): void {}
+  unref(): void {}
+}

@@ -1,0 +1,153 @@
+import type { ClientOptions, SslMode } from '../../index.js'
+import { typeSource, type TypeParserSource } from './types.js'
+
+// pg's configuration names mapped onto pipegres's settings. Names pg knows
+// but has no use for here are ignored, as pg ignores names it does not know.
+
+/** The connection settings of pg's Client (and of each connection of a Pool). */
+export interface PgClientConfig {
+  connectionString?: string
+  host?: string
+  port?: number | string
+  user?: string
+  password?: string | (() => string | Promise<string>)
+  database?: string
+  ssl?: boolean | Record<string, unknown>
+  application_name?: string
+  fallback_application_name?: string
+  options?: string
+  client_encoding?: string
+  statement_timeout?: number | false
+  lock_timeout?: number | false
+  idle_in_transaction_session_timeout?: number | false
+  query_timeout?: number | false
+  connectionTimeoutMillis?: number
+  keepAlive?: boolean
+  keepAliveInitialDelayMillis?: number
+  types?: TypeParserSource
+  /** pipegres: prepare and reuse every parameterized statement (pg uses unnamed statements unless a query has a `name`). */
+  prepare?: boolean
+  binary?: boolean
+  stream?: unknown
+  [key: string]: unknown
+}
+
+export interface MappedConfig {
+  options: ClientOptions
+  types: TypeParserSource | undefined
+  /** Whether unnamed queries use pipegres's statement cache. */
+  prepare: boolean
+  /** What pg exposes on a client: client.user, client.database, ... */
+  user: string | undefined
+  database: string | undefined
+  port: number
+  host: string
+}
+
+const sslModes = new Set(['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'])
+
+/** pg's ssl: given, or from PGSSLMODE (disable: none; no-verify: no certificate check; any other: checked). */
+function sslFromEnvironment(): boolean | Record<string, unknown> {
+  switch (process.env.PGSSLMODE) {
+    case undefined:
+    case 'disable':
+    case '':
+      return false
+    case 'no-verify':
+      return { rejectUnauthorized: false }
+    default:
+      return true
+  }
+}
+
+/** pg-only connection string parameters (ssl=true, sslmode=no-verify) that pipegres's parser would refuse. */
+function pgStringSettings(cs: string): { cs: string; ssl: boolean | Record<string, unknown> | undefined; hasSslMode: boolean } {
+  if (!/^postgres(ql)?:\/\//i.test(cs)) return { cs, ssl: undefined, hasSslMode: /(^|\s)sslmode\s*=/.test(cs) }
+  const q = cs.indexOf('?')
+  if (q < 0) return { cs, ssl: undefined, hasSslMode: false }
+  const params = new URLSearchParams(cs.slice(q + 1))
+  let ssl: boolean | Record<string, unknown> | undefined
+  const s = params.get('ssl')
+  if (s !== null) {
+    ssl = s === 'true' || s === '1'
+    params.delete('ssl')
+  }
+  if (params.get('sslmode') === 'no-verify') {
+    ssl = { rejectUnauthorized: false }
+    params.delete('sslmode')
+  }
+  const rest = params.toString()
+  return { cs: cs.slice(0, q) + (rest === '' ? '' : '?' + rest), ssl, hasSslMode: params.has('sslmode') }
+}
+
+function ms(v: unknown): string | undefined {
+  return typeof v === 'number' && v > 0 ? String(v) : undefined
+}
+
+export function mapConfig(input: string | PgClientConfig | undefined, extra: ClientOptions = {}): MappedConfig {
+  const c: PgClientConfig = typeof input === 'string' ? { connectionString: input } : { ...(input ?? {}) }
+  if (c.binary === true) throw new TypeError('pipegres/pg does not support binary: true (results are always parsed from text, as pg does by default)')
+  if (c.stream !== undefined) throw new TypeError('pipegres/pg does not support a custom stream: pipegres opens its own sockets')
+  const o: ClientOptions = { ...extra }
+  let ssl = c.ssl
+  let hasSslMode = false
+  if (typeof c.connectionString === 'string') {
+    const parsed = pgStringSettings(c.connectionString)
+    o.connectionString = parsed.cs
+    hasSslMode = parsed.hasSslMode
+    if (ssl === undefined) ssl = parsed.ssl
+  }
+  if (c.host !== undefined && c.host !== null) o.host = String(c.host)
+  if (c.port !== undefined && c.port !== null && c.port !== '') o.port = Number(c.port)
+  if (c.user !== undefined && c.user !== null) o.user = String(c.user)
+  if (c.password !== undefined && c.password !== null) o.password = c.password as ClientOptions['password']
+  if (c.database !== undefined && c.database !== null) o.database = String(c.database)
+  if (typeof c.application_name === 'string') o.applicationName = c.application_name
+  if (typeof c.fallback_application_name === 'string') o.fallbackApplicationName = c.fallback_application_name
+  if (typeof c.options === 'string') o.options = c.options
+  const params: Record<string, string> = {}
+  for (const key of ['statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout'] as const) {
+    const v = ms(c[key])
+    if (v !== undefined) params[key] = v
+  }
+  if (typeof c.client_encoding === 'string' && c.client_encoding !== '') params.client_encoding = c.client_encoding
+  if (Object.keys(params).length > 0) o.params = params
+  const qt = c.query_timeout
+  if (typeof qt === 'number' && qt > 0) o.queryTimeout = qt
+  if (typeof c.connectionTimeoutMillis === 'number' && c.connectionTimeoutMillis >= 0) o.connectTimeout = c.connectionTimeoutMillis
+  if (typeof c.keepAlive === 'boolean') o.keepAlive = c.keepAlive
+  if (typeof c.keepAliveInitialDelayMillis === 'number' && c.keepAliveInitialDelayMillis > 0) o.keepAliveIdle = c.keepAliveInitialDelayMillis
+  if (ssl === undefined && !hasSslMode) ssl = sslFromEnvironment()
+  applySsl(o, ssl, hasSslMode)
+  const host = c.host !== undefined && c.host !== null ? String(c.host) : (process.env.PGHOST ?? 'localhost')
+  return {
+    options: o,
+    types: typeSource(c.types, 'the types option'),
+    prepare: c.prepare === true,
+    user: o.user ?? process.env.PGUSER ?? process.env.USER,
+    database: o.database ?? process.env.PGDATABASE,
+    port: o.port as number | undefined ?? (Number(process.env.PGPORT) || 5432),
+    host,
+  }
+}
+
+/** pg's ssl: false (plaintext), true (TLS, certificate checked), or node:tls options (rejectUnauthorized: false: unchecked). */
+function applySsl(o: ClientOptions, ssl: PgClientConfig['ssl'], hasSslMode: boolean): void {
+  if (ssl === undefined) return
+  if (ssl === false) {
+    if (!hasSslMode) o.sslmode = 'disable'
+    return
+  }
+  if (ssl === true) {
+    o.sslmode = 'verify-full'
+    o.sslrootcert = 'system'
+    return
+  }
+  if (typeof ssl !== 'object' || ssl === null) throw new TypeError('ssl must be true, false or an object of node:tls options')
+  const { rejectUnauthorized, sslmode, ...tls } = ssl as { rejectUnauthorized?: boolean; sslmode?: string }
+  if (sslmode !== undefined && !sslModes.has(sslmode)) throw new TypeError(`ssl.sslmode ${JSON.stringify(sslmode)} is not a known sslmode`)
+  const mode: SslMode = rejectUnauthorized === false ? 'require' : 'verify-full'
+  o.sslmode = mode
+  if (mode === 'verify-full' && (tls as { ca?: unknown }).ca === undefined) o.sslrootcert = 'system'
+  o.tls = tls as ClientOptions['tls']
+}

@@ -1,0 +1,245 @@
+import { EventEmitter } from 'node:events'
+import { Pool as CorePool, type ReservedClient, type PgNotice } from '../../index.js'
+import { mapConfig, type PgClientConfig } from './config.js'
+import { pgQuery, type Session } from './query.js'
+import { toPgError, toPgNotice } from './result.js'
+import { TypeOverrides, type TypeFormat, type TypeParserSource } from './types.js'
+import type { TextParser } from './parsers.js'
+import { escapeIdentifier, escapeLiteral } from './values.js'
+
+/** pg-pool's settings, on top of a client's. */
+export interface PgPoolConfig extends PgClientConfig {
+  max?: number
+  min?: number
+  idleTimeoutMillis?: number
+  maxLifetimeSeconds?: number
+  allowExitOnIdle?: boolean
+}
+
+type ConnectCallback = (err: Error | undefined, client?: PoolClient, done?: (release?: unknown) => void) => void
+
+/**
+ * A connection handed out by pool.connect(): to this caller alone until
+ * release(). The same object stands for the same server connection each time
+ * it is handed out, as with pg.
+ */
+export class PoolClient extends EventEmitter {
+  /** The reservation while checked out. */
+  reserved: ReservedClient | null = null
+  readonly session: Session
+  private readonly overrides: TypeOverrides
+
+  constructor(
+    private readonly pool: Pool,
+    readonly processID: number,
+    base: TypeParserSource,
+    prepare: boolean,
+  ) {
+    super()
+    this.overrides = new TypeOverrides(base)
+    this.session = { types: this.overrides, names: new Map(), prepare }
+  }
+
+  query(...args: unknown[]): any {
+    const r = this.reserved
+    if (r === null) {
+      const err = new Error('Client was released to the pool and is not queryable')
+      const cb = args.find((a) => typeof a === 'function') as ((e: Error) => void) | undefined
+      if (cb !== undefined) {
+        process.nextTick(() => cb(err))
+        return undefined
+      }
+      return Promise.reject(err)
+    }
+    return pgQuery(this.session, r, args, undefined)
+  }
+
+  /**
+   * Gives the connection back. With an error (or true), pg would close the
+   * connection; pipegres keeps it if it still works, rolling back any open
+   * transaction, and drops it by itself when it is broken.
+   */
+  release(err?: unknown): void {
+    const r = this.reserved
+    if (r === null) throw new Error('Release called on client which has already been released to the pool.')
+    this.reserved = null
+    void r.release()
+    this.pool.released(this, err)
+  }
+
+  setTypeParser(oid: number, format: TypeFormat | TextParser, parser?: TextParser): void {
+    this.overrides.setTypeParser(oid, format, parser)
+  }
+
+  getTypeParser(oid: number, format?: TypeFormat): TextParser {
+    return this.overrides.getTypeParser(oid, format)
+  }
+
+  escapeIdentifier(name: string): string {
+    return escapeIdentifier(name)
+  }
+
+  escapeLiteral(value: string): string {
+    return escapeLiteral(value)
+  }
+}
+
+// Wrappers of connections that may be gone are forgotten past this many per pool connection.
+const CLIENTS_PER_SLOT = 4
+
+/**
+ * pg's Pool over a pipegres pool: pool.query() is pipelined over shared
+ * connections (no checkout per query); pool.connect() reserves one
+ * connection for its caller until release().
+ */
+export class Pool extends EventEmitter {
+  readonly options: PgPoolConfig & { max: number; idleTimeoutMillis: number }
+  private readonly core: CorePool
+  private readonly session: Session
+  private readonly types: TypeParserSource
+  private readonly prepare: boolean
+  private readonly clients = new Map<number, PoolClient>()
+  private readonly connectTimeout: number
+  private endPromise: Promise<void> | null = null
+  ending = false
+  ended = false
+
+  constructor(config?: PgPoolConfig | string) {
+    super()
+    const c: PgPoolConfig = typeof config === 'string' ? { connectionString: config } : { ...(config ?? {}) }
+    const max = c.max ?? 10
+    const idleTimeoutMillis = c.idleTimeoutMillis ?? 10000
+    this.options = { ...c, max, idleTimeoutMillis }
+    const mapped = mapConfig(c, { textResults: true, rowMode: 'array' })
+    this.types = mapped.types ?? new TypeOverrides()
+    this.prepare = mapped.prepare
+    this.session = { types: this.types, names: new Map(), prepare: mapped.prepare }
+    this.connectTimeout = typeof c.connectionTimeoutMillis === 'number' ? c.connectionTimeoutMillis : 0
+    this.core = new CorePool({
+      ...mapped.options,
+      max,
+      idleTimeout: idleTimeoutMillis,
+      maxLifetime: typeof c.maxLifetimeSeconds === 'number' ? c.maxLifetimeSeconds * 1000 : 0,
+    })
+    this.core.on('notice', (n: PgNotice) => this.emit('notice', toPgNotice(n)))
+  }
+
+  get totalCount(): number {
+    return this.core.totalCount
+  }
+
+  get idleCount(): number {
+    return this.core.idleCount
+  }
+
+  get waitingCount(): number {
+    return this.core.waitingCount
+  }
+
+  get expiredCount(): number {
+    return 0
+  }
+
+  /** pg's pool.query(text | config, values?, callback?), pipelined over the pool's connections. */
+  query(...args: unknown[]): any {
+    if (this.ending) {
+      const err = new Error('Cannot use a pool after calling end on the pool')
+      const cb = args.find((a) => typeof a === 'function') as ((e: Error) => void) | undefined
+      if (cb !== undefined) {
+        process.nextTick(() => cb(err))
+        return undefined
+      }
+      return Promise.reject(err)
+    }
+    return pgQuery(this.session, this.core, args, undefined)
+  }
+
+  connect(): Promise<PoolClient>
+  connect(callback: ConnectCallback): undefined
+  connect(callback?: ConnectCallback): Promise<PoolClient> | undefined {
+    const p = this.acquire()
+    if (callback === undefined) return p
+    p.then(
+      (client) => callback(undefined, client, (err) => client.release(err)),
+      (err: Error) => callback(err),
+    )
+    return undefined
+  }
+
+  private async acquire(): Promise<PoolClient> {
+    if (this.ending) throw new Error('Cannot use a pool after calling end on the pool')
+    const reserving = this.core.reserve()
+    let r: ReservedClient
+    if (this.connectTimeout > 0) {
+      let timer: NodeJS.Timeout | undefined
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('timeout exceeded when trying to connect')), this.connectTimeout)
+      })
+      try {
+        r = await Promise.race([reserving, timeout])
+      } catch (err) {
+        // A reservation granted after the timeout goes straight back.
+        reserving.then((late) => late.release(), () => undefined)
+        throw toPgError(err)
+      } finally {
+        clearTimeout(timer)
+      }
+    } else {
+      r = await reserving.catch((err: unknown) => Promise.reject(toPgError(err)))
+    }
+    // A new connection opens on its first query: open it now, as pg does on checkout, to know which it is.
+    if (r.processId === 0) {
+      try {
+        await r.simpleQuery('')
+      } catch (err) {
+        await r.release()
+        throw toPgError(err)
+      }
+    }
+    let client = this.clients.get(r.processId)
+    const fresh = client === undefined
+    if (client === undefined) {
+      client = new PoolClient(this, r.processId, this.types, this.prepare)
+      if (this.clients.size >= this.options.max * CLIENTS_PER_SLOT) this.clients.delete(this.clients.keys().next().value!)
+      this.clients.set(r.processId, client)
+    }
+    client.reserved = r
+    if (fresh) this.emit('connect', client)
+    this.emit('acquire', client)
+    return client
+  }
+
+  /** @internal */
+  released(client: PoolClient, err: unknown): void {
+    this.emit('release', err, client)
+    if (err) {
+      this.clients.delete(client.processID)
+      this.emit('remove', client)
+    }
+  }
+
+  end(): Promise<void>
+  end(callback: (err?: Error) => void): undefined
+  end(callback?: (err?: Error) => void): Promise<void> | undefined {
+    if (this.endPromise !== null) {
+      const err = new Error('Called end on pool more than once')
+      if (callback !== undefined) {
+        process.nextTick(() => callback(err))
+        return undefined
+      }
+      return Promise.reject(err)
+    }
+    this.ending = true
+    this.endPromise = this.core.end().then(() => {
+      this.ended = true
+    })
+    if (callback !== undefined) {
+      this.endPromise.then(
+        () => callback(),
+        (err: Error) => callback(err),
+      )
+      return undefined
+    }
+    return this.endPromise
+  }
+}

@@ -1,0 +1,150 @@
+import { EventEmitter } from 'node:events'
+import type { Client as CoreClient, Result as CoreResult } from '../../index.js'
+import { Result, toPgError, toPgResult } from './result.js'
+import { typeSource, type TypeParserSource } from './types.js'
+import { prepareValue } from './values.js'
+
+// One place for pg's query(text | config, values?, callback?) on a client, a
+// pool and a pool's client: argument forms, named statements, the choice of
+// protocol, callbacks, and pg's Query objects.
+
+export type Callback = (err: Error | null, result?: Result | Result[]) => void
+
+/** What pipegres runs a query on: a Client, a Pool or a ReservedClient. */
+export type Runner = Pick<CoreClient, 'query' | 'simpleQuery'>
+
+export interface QueryConfig {
+  text: string
+  values?: unknown[]
+  name?: string
+  rowMode?: 'array'
+  types?: TypeParserSource
+  queryMode?: 'extended'
+  query_timeout?: number
+  callback?: Callback
+}
+
+/** Where a query runs and how: the parsers of the client or pool, and its named statements. */
+export interface Session {
+  readonly types: TypeParserSource
+  /** Named statements seen on this client, name to text (pg refuses a name reused for another text). */
+  readonly names: Map<string, string>
+  readonly prepare: boolean
+}
+
+/**
+ * pg.Query: an event emitter for a query's rows ('row' per row, then 'end'
+ * with the result, or 'error'), which client.query() runs and returns.
+ */
+export class Query extends EventEmitter {
+  text: string
+  values: unknown[] | undefined
+  name: string | undefined
+  rowMode: 'array' | undefined
+  types: TypeParserSource | undefined
+  callback: Callback | undefined
+
+  constructor(config: string | QueryConfig, values?: unknown[] | Callback, callback?: Callback) {
+    super()
+    const c = normalize(config, values, callback)
+    this.text = c.text
+    this.values = c.values
+    this.name = c.name
+    this.rowMode = c.rowMode
+    this.types = c.types
+    this.callback = c.callback
+  }
+}
+
+function normalize(config: unknown, values: unknown, callback: unknown): QueryConfig {
+  if (config === null || config === undefined) throw new TypeError('Client was passed a null or undefined query')
+  const c: QueryConfig = typeof config === 'string' ? { text: config } : { ...(config as QueryConfig) }
+  if (typeof values === 'function') c.callback = values as Callback
+  else if (values !== undefined && values !== null) c.values = values as unknown[]
+  if (typeof callback === 'function') c.callback = callback as Callback
+  if (typeof c.text !== 'string') throw new TypeError(`query text must be a string, not ${c.text === null ? 'null' : typeof c.text}`)
+  if (c.values !== undefined && !Array.isArray(c.values)) throw new TypeError('query values must be an array')
+  return c
+}
+
+function run(session: Session, runner: Runner, c: QueryConfig, timeout: number | undefined): Promise<Result | Result[]> {
+  const types = typeSource(c.types, 'the query types option') ?? session.types
+  const rowMode = c.rowMode
+  const extended = (c.values !== undefined && c.values.length > 0) || c.name !== undefined || c.queryMode === 'extended'
+  if (!extended) {
+    // pg sends a query without parameters with the simple protocol: several statements give several results.
+    return runner.simpleQuery<unknown[]>(c.text, { rowMode: 'array', timeout }).then((results) => {
+      if (results.length === 0) return new Result(rowMode)
+      const out = results.map((r) => toPgResult(r, types, rowMode))
+      return out.length === 1 ? out[0]! : out
+    })
+  }
+  if (c.name !== undefined) {
+    const known = session.names.get(c.name)
+    if (known !== undefined && known !== c.text) {
+      return Promise.reject(new Error(`Prepared statements must be unique - '${c.name}' was used for a different statement`))
+    }
+    session.names.set(c.name, c.text)
+  }
+  const values = (c.values ?? []).map((v) => prepareValue(v))
+  const prepare = c.name !== undefined || session.prepare
+  return runner.query<unknown[]>(c.text, values, { rowMode: 'array', prepare, timeout }).then((r: CoreResult<unknown[]>) => toPgResult(r, types, rowMode))
+}
+
+/**
+ * Runs pg's query(...) arguments on `runner`. With a callback (an argument or
+ * the config's), returns undefined and calls it; with a Query, returns the
+ * Query; else returns a promise, rejected with pg's errors.
+ */
+export function pgQuery(session: Session, runner: Runner | Promise<Runner>, args: unknown[], timeout: number | undefined): unknown {
+  const [config, values, callback] = args
+  if (config instanceof Query) {
+    runQueryObject(session, runner, config, timeout)
+    return config
+  }
+  if (config !== null && typeof config === 'object' && typeof (config as { submit?: unknown }).submit === 'function') {
+    throw new TypeError('pipegres/pg does not run submittable objects (pg-cursor, pg-query-stream): use pipegres\'s cursor() and stream() instead')
+  }
+  let c: QueryConfig
+  let promise: Promise<Result | Result[]>
+  try {
+    c = normalize(config, values, callback)
+    const cfg = c
+    const qt = typeof c.query_timeout === 'number' && c.query_timeout > 0 ? c.query_timeout : timeout
+    promise = runner instanceof Promise ? runner.then((r) => run(session, r, cfg, qt)) : run(session, runner, c, qt)
+  } catch (err) {
+    const cb = typeof values === 'function' ? values : typeof callback === 'function' ? callback : (config as QueryConfig | null)?.callback
+    if (typeof cb === 'function') {
+      process.nextTick(() => (cb as Callback)(err as Error))
+      return undefined
+    }
+    return Promise.reject(err as Error)
+  }
+  const converted = promise.catch((err: unknown) => Promise.reject(toPgError(err)))
+  if (c.callback !== undefined) {
+    const cb = c.callback
+    converted.then(
+      (r) => cb(null, r),
+      (err: Error) => cb(err),
+    )
+    return undefined
+  }
+  return converted
+}
+
+function runQueryObject(session: Session, runner: Runner | Promise<Runner>, q: Query, timeout: number | undefined): void {
+  const config: QueryConfig = { text: q.text, values: q.values, name: q.name, rowMode: q.rowMode, types: q.types }
+  const started = runner instanceof Promise ? runner.then((r) => run(session, r, config, timeout)) : run(session, runner, config, timeout)
+  started.then(
+    (res) => {
+      for (const r of Array.isArray(res) ? res : [res]) for (const row of r.rows) q.emit('row', row, r)
+      q.callback?.(null, res)
+      q.emit('end', res)
+    },
+    (err: unknown) => {
+      const e = toPgError(err) as Error
+      q.callback?.(e)
+      if (q.callback === undefined || q.listenerCount('error') > 0) q.emit('error', e)
+    },
+  )
+}

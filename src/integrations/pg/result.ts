@@ -1,0 +1,161 @@
+import { PgError, type Field, type PgNotice, type Result as CoreResult } from '../../index.js'
+import type { TextParser } from './parsers.js'
+import type { TypeParserSource } from './types.js'
+
+// pipegres results (every column in text, rows as arrays) turned into pg's
+// Result: its field descriptions, its command tag split, and each value run
+// through the parser pg would pick for its type.
+
+/** A column as pg describes it. */
+export interface FieldDef {
+  name: string
+  tableID: number
+  columnID: number
+  dataTypeID: number
+  dataTypeSize: number
+  dataTypeModifier: number
+  format: 'text' | 'binary'
+}
+
+export class Result {
+  command: string | null = null
+  rowCount: number | null = null
+  oid: number | null = null
+  rows: unknown[] = []
+  fields: FieldDef[] = []
+  readonly rowAsArray: boolean
+  /** The parsers used for this result, in column order (pg keeps them here too). */
+  _parsers: TextParser[] | undefined = undefined
+
+  constructor(rowMode?: string) {
+    this.rowAsArray = rowMode === 'array'
+  }
+}
+
+// A statement's description is shared by its executions: the converted fields are kept with it.
+const fieldCache = new WeakMap<readonly Field[], FieldDef[]>()
+
+function pgFields(fields: readonly Field[]): FieldDef[] {
+  let out = fieldCache.get(fields)
+  if (out === undefined) {
+    out = fields.map((f) => ({
+      name: f.name,
+      tableID: f.tableOid,
+      columnID: f.columnNumber,
+      dataTypeID: f.typeOid,
+      dataTypeSize: f.typeSize,
+      dataTypeModifier: f.typeModifier,
+      format: f.format === 1 ? 'binary' : 'text',
+    }))
+    fieldCache.set(fields, out)
+  }
+  // Each result gets its own array, as in pg, so callers may change it.
+  return out.map((f) => ({ ...f }))
+}
+
+/** pg splits the tag on its first word: 'CREATE TABLE' is the command 'CREATE'. */
+function commandOf(command: string): string | null {
+  const m = /^[A-Za-z]+/.exec(command)
+  return m === null ? null : m[0]
+}
+
+/** Converts one pipegres result (rows as arrays of text) in place into pg's shape. */
+export function toPgResult(core: CoreResult<unknown[]>, types: TypeParserSource, rowMode: string | undefined): Result {
+  const r = new Result(rowMode)
+  r.command = commandOf(core.command)
+  r.rowCount = core.rowCount
+  // pipegres keeps only the row count of 'INSERT oid count'; the oid is always 0 since PostgreSQL 12.
+  if (r.command === 'INSERT') r.oid = 0
+  const fields = core.fields
+  r.fields = pgFields(fields)
+  const n = fields.length
+  const parsers = new Array<TextParser>(n)
+  for (let i = 0; i < n; i++) parsers[i] = types.getTypeParser(fields[i]!.typeOid, 'text')
+  r._parsers = parsers
+  const rows = core.rows as unknown[][]
+  if (r.rowAsArray) {
+    for (const row of rows) {
+      for (let i = 0; i < n; i++) {
+        const v = row[i]
+        if (v !== null) row[i] = parsers[i]!(v as string)
+      }
+    }
+    r.rows = rows
+    return r
+  }
+  const names = fields.map((f) => f.name)
+  const out = new Array<Record<string, unknown>>(rows.length)
+  for (let j = 0; j < rows.length; j++) {
+    const row = rows[j]!
+    const obj: Record<string, unknown> = {}
+    for (let i = 0; i < n; i++) {
+      const v = row[i]
+      obj[names[i]!] = v === null ? null : parsers[i]!(v as string)
+    }
+    out[j] = obj
+  }
+  r.rows = out
+  return r
+}
+
+/** An error from the server, with pg's field names (position, internalPosition and line as strings). */
+export class DatabaseError extends Error {
+  length: number
+  severity: string | undefined
+  code: string | undefined
+  detail: string | undefined
+  hint: string | undefined
+  position: string | undefined
+  internalPosition: string | undefined
+  internalQuery: string | undefined
+  where: string | undefined
+  schema: string | undefined
+  table: string | undefined
+  column: string | undefined
+  dataType: string | undefined
+  constraint: string | undefined
+  file: string | undefined
+  line: string | undefined
+  routine: string | undefined
+
+  constructor(message: string, length = 0, name = 'error') {
+    super(message)
+    this.length = length
+    this.name = name
+  }
+}
+
+const str = (v: number | string | undefined): string | undefined => (v === undefined ? undefined : String(v))
+
+function copyFields(target: DatabaseError, e: PgError | PgNotice): DatabaseError {
+  target.severity = e.severity
+  target.code = e.code
+  target.detail = e.detail
+  target.hint = e.hint
+  target.position = str(e.position)
+  target.internalPosition = str(e.internalPosition)
+  target.internalQuery = e.internalQuery
+  target.where = e.where
+  target.schema = e.schema
+  target.table = e.table
+  target.column = e.column
+  target.dataType = e.dataType
+  target.constraint = e.constraint
+  target.file = e.file
+  target.line = str(e.line)
+  target.routine = e.routine
+  return target
+}
+
+/** A server error as pg's DatabaseError (its stack kept); anything else unchanged. */
+export function toPgError(err: unknown): unknown {
+  if (!(err instanceof PgError)) return err
+  const out = copyFields(new DatabaseError(err.message), err)
+  if (err.stack !== undefined) out.stack = err.stack.replace(/^PgError/, 'error')
+  return out
+}
+
+/** A NoticeResponse in the shape pg emits for 'notice'. */
+export function toPgNotice(n: PgNotice): DatabaseError {
+  return copyFields(new DatabaseError(n.message, 0, 'notice'), n)
+}
