@@ -98,7 +98,8 @@ const ROLE = {
 const password = (tag: string) => `${tag}-p@ss:w/rd %é`
 
 function pgHba(ipv6: boolean): string {
-  const lines = ['# Written by the pipegres test harness.', 'local all all trust']
+  // 'all' does not match physical replication connections: they need lines of their own.
+  const lines = ['# Written by the pipegres test harness.', 'local all all trust', 'local replication all trust']
   for (const address of ipv6 ? ['127.0.0.1/32', '::1/128'] : ['127.0.0.1/32']) {
     // First match wins, so the explicit rejects keep sslOnly/noSsl/cert from falling through to the last line.
     lines.push(
@@ -113,6 +114,8 @@ function pgHba(ipv6: boolean): string {
       `hostnossl all ${ROLE.noSsl} ${address} scram-sha-256`,
       `hostssl all ${ROLE.noSsl} ${address} reject`,
       `host all all ${address} scram-sha-256`,
+      `host replication ${ROLE.trust} ${address} trust`,
+      `host replication all ${address} scram-sha-256`,
     )
   }
   return lines.join('\n') + '\n'
@@ -279,6 +282,10 @@ export async function startServer(opts: StartServerOptions = {}): Promise<Runnin
       ssl_key_file: certs.serverKeyFile,
       ssl_ca_file: certs.caFile,
       password_encryption: 'scram-sha-256',
+      // Logical decoding for the replication tests (and the benchmark's replication workload).
+      wal_level: 'logical',
+      max_replication_slots: '20',
+      max_wal_senders: '20',
       ...opts.settings,
     })
 

@@ -31,6 +31,7 @@ export const KEYWORDS = [
   'keepalives_idle',
   'target_session_attrs',
   'load_balance_hosts',
+  'replication',
   // Accepted only with values that match what pipegres does anyway (see resolve.ts).
   'gssencmode',
   'sslcompression',
@@ -68,7 +69,6 @@ export const UNSUPPORTED_KEYWORDS: ReadonlyMap<string, string> = new Map([
   ['keepalives_interval', 'Node.js cannot set the TCP keepalive interval'],
   ['keepalives_count', 'Node.js cannot set the TCP keepalive count'],
   ['tcp_user_timeout', 'Node.js cannot set TCP_USER_TIMEOUT'],
-  ['replication', 'replication connections are not implemented'],
   ['requiressl', 'use sslmode=require'],
   ['oauth_issuer', 'OAuth authentication is not implemented'],
   ['oauth_client_id', 'OAuth authentication is not implemented'],
@@ -141,6 +141,7 @@ export const OPTION_FOR_KEYWORD: Readonly<Record<Keyword, string | undefined>> =
   keepalives_idle: 'keepAliveIdle',
   target_session_attrs: 'targetSessionAttrs',
   load_balance_hosts: 'loadBalanceHosts',
+  replication: 'replication',
   gssencmode: undefined,
   sslcompression: undefined,
   client_encoding: undefined,

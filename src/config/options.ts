@@ -74,6 +74,12 @@ export interface ConnectOptions {
   targetSessionAttrs?: TargetSessionAttrs
   /** `random` tries the hosts in random order; `disable` (default) in the order given (PGLOADBALANCEHOSTS). */
   loadBalanceHosts?: 'disable' | 'random'
+  /**
+   * Open a replication connection (libpq's `replication`): `'database'` for
+   * logical replication (the walsender of one database, which also takes SQL
+   * through the simple protocol), `true` for physical replication. Default false.
+   */
+  replication?: boolean | 'database'
   /** Password file to look the password up in when none is given. Default PGPASSFILE, else ~/.pgpass. */
   passfile?: string
   /** Use named, cached prepared statements. Default true; false for PgBouncer in transaction mode. */
@@ -116,6 +122,7 @@ const OPTION_FIELDS: readonly OptionField[] = [
   'keepAliveIdle',
   'targetSessionAttrs',
   'loadBalanceHosts',
+  'replication',
   'passfile',
   'prepare',
   'statementCacheSize',

@@ -166,6 +166,7 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
     keepAliveIdle: duration(src.find('keepAliveIdle', 'keepalives_idle'), DEFAULT_KEEPALIVE_IDLE_MS, false),
     targetSessionAttrs: targetFound === undefined ? 'any' : parseEnum(text(targetFound), TARGET_SESSION_ATTRS, targetFound.origin),
     loadBalanceHosts: loadBalanceFound === undefined ? 'disable' : parseEnum(text(loadBalanceFound), LOAD_BALANCE, loadBalanceFound.origin),
+    replication: resolveReplication(src.find('replication', 'replication')),
     prepare: bool(src.find('prepare', 'prepare'), true),
     statementCacheSize: count(src.find('statementCacheSize', 'statement_cache_size'), DEFAULT_STATEMENT_CACHE_SIZE, 0),
     maxMessageSize: count(src.find('maxMessageSize', undefined), DEFAULT_MAX_MESSAGE_SIZE, 1),
@@ -389,7 +390,21 @@ function reservedHint(key: string): string {
     case 'client_encoding':
       return 'default UTF8; no other encoding is supported'
     default:
-      return 'normal protocol; replication connections are not supported'
+      return 'replication option'
+  }
+}
+
+/** libpq's replication setting: 'database' (logical), or a boolean (true: physical). */
+function resolveReplication(found: Found | undefined): 'database' | 'physical' | undefined {
+  if (found === undefined) return undefined
+  if (found.kind === 'option' && typeof found.value === 'boolean') return found.value ? 'physical' : undefined
+  if (found.kind === 'option' && found.value !== 'database') throw typeError(found.origin, found.value, "true, false or 'database'")
+  const word = text(found).trim()
+  if (word.toLowerCase() === 'database') return 'database'
+  try {
+    return parseBool(word, found.origin) ? 'physical' : undefined
+  } catch {
+    return invalid(found.origin, text(found), "expected 'database' or a boolean (1 or 0, true/false, on/off, yes/no)")
   }
 }
 

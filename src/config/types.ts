@@ -73,6 +73,8 @@ export interface ConnectionConfig {
   keepAliveIdle: number
   targetSessionAttrs: TargetSessionAttrs
   loadBalanceHosts: 'disable' | 'random'
+  /** libpq's `replication`: a logical ('database') or physical walsender connection; undefined: an ordinary one. */
+  replication: 'database' | 'physical' | undefined
 
   /** pipegres: use named, cached prepared statements (false for PgBouncer in transaction mode). */
   prepare: boolean

@@ -64,6 +64,7 @@ export class Startup {
     const app = c.applicationName ?? c.fallbackApplicationName
     if (app !== undefined) params.push(['application_name', app])
     if (c.options !== undefined) params.push(['options', c.options])
+    if (c.replication !== undefined) params.push(['replication', c.replication === 'database' ? 'database' : 'true'])
     for (const [k, v] of Object.entries(c.runtimeParams)) params.push([k, v])
     const version = this.protocolMinor === 2 ? ProtocolVersion32 : ProtocolVersion30
     this.host.writeNow((w) => writeStartup(w, version, params))

@@ -518,7 +518,9 @@ describe('unknown and unsupported settings', () => {
     ['unknown keyword in the string', 'sslmod=require', 'sslmod', ['unknown connection setting "sslmod"']],
     ['unknown keyword in the string of the options', { connectionString: 'postgres://h/db?frob=1' }, 'frob', ['"frob"']],
     ['unsupported keyword', 'service=mydb', 'service', ['does not support', '"service"']],
-    ['unsupported keyword in a URL', 'postgres://h/db?replication=database', 'replication', ['does not support', '"replication"']],
+    ['unsupported keyword in a URL', 'postgres://h/db?requirepeer=postgres', 'requirepeer', ['does not support', '"requirepeer"']],
+    ['replication with another word', 'postgres://h/db?replication=logical', 'replication', ['invalid replication "logical"', "'database'"]],
+    ['replication as a number option', { replication: 1 } as unknown as ConnectOptions, 'replication', ['replication', 'number']],
     ['unsupported TLS version keyword', 'ssl_min_protocol_version=TLSv1.3', 'ssl_min_protocol_version', ['does not support', 'minVersion']],
   ]
   for (const [name, input, setting, includes] of cases) {

@@ -13,7 +13,7 @@ const here = dirname(fileURLToPath(import.meta.url))
 const root = resolve(here, '..', '..', '..')
 const src = join(root, 'src')
 
-type Layer = 'errors' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'facade' | 'wire' | 'integrations'
+type Layer = 'errors' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'replication' | 'facade' | 'wire' | 'integrations'
 
 const allowedLayers: Record<Layer, Layer[]> = {
   errors: [],
@@ -25,7 +25,9 @@ const allowedLayers: Record<Layer, Layer[]> = {
   // COPY data formats: pure encoding and decoding over the type system.
   copy: ['errors', 'protocol', 'types'],
   query: ['errors', 'protocol', 'connection', 'types', 'config', 'wire', 'copy'],
-  facade: ['errors', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'facade', 'wire'],
+  // Logical replication messages (pgoutput) and LSNs: pure decoding over the type system.
+  replication: ['errors', 'protocol', 'types'],
+  facade: ['errors', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'facade', 'wire'],
   // The browser-side parser (pipegres/wire) must load in a browser on its own.
   wire: [],
   // Subpath adapters (pipegres/pg, /kysely, ...): the public API only, checked separately below.
@@ -41,6 +43,7 @@ const allowedNode: Record<Layer, RegExp> = {
   config: /^node:(fs|fs\/promises|os|path|net|tls)$/,
   connection: /^node:(net|tls|fs|os|path|events|crypto)$/,
   query: /^$/,
+  replication: /^$/,
   // diagnostics_channel: tracing channels (present in Node, Bun and Deno).
   facade: /^node:(events|stream|diagnostics_channel)$/,
   wire: /^$/,

@@ -11,7 +11,7 @@ import { malformed, outOfRange, wrongType } from './scalar-errors.js'
 
 const UINT64_MAX = 2n ** 64n - 1n
 
-function hexUpper(n: number): string {
+export function hexUpper(n: number): string {
   return n.toString(16).toUpperCase()
 }
 
@@ -36,7 +36,7 @@ function decodeLsnText(buf: Uint8Array, start: number, end: number): string {
 }
 
 /** The two halves of an LSN string, or null when it is not 1-8 hex digits, '/', 1-8 hex digits. */
-function parseLsn(s: string): [number, number] | null {
+export function parseLsn(s: string): [number, number] | null {
   const slash = s.indexOf('/')
   if (slash < 1 || slash > 8 || s.length - slash - 1 < 1 || s.length - slash - 1 > 8) return null
   for (let i = 0; i < s.length; i++) if (i !== slash && !isHex(s.charCodeAt(i))) return null
