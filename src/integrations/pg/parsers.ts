@@ -122,13 +122,14 @@ const isoLetters = ['Y', 'M', 'D', 'H', 'M', 'S'] as const
  * microseconds as a fraction), plus toPostgres() and toISO()/toISOString().
  */
 export class PostgresInterval {
-  years?: number
-  months?: number
-  days?: number
-  hours?: number
-  minutes?: number
-  seconds?: number
-  milliseconds?: number
+  // Declared only: a part that is zero must not exist as a property at all.
+  declare years?: number
+  declare months?: number
+  declare days?: number
+  declare hours?: number
+  declare minutes?: number
+  declare seconds?: number
+  declare milliseconds?: number
 
   constructor(text: string) {
     parseIntervalInto(this, text)
