@@ -286,6 +286,7 @@ export async function startServer(opts: StartServerOptions = {}): Promise<Runnin
       wal_level: 'logical',
       max_replication_slots: '20',
       max_wal_senders: '20',
+      max_prepared_transactions: '10',
       ...opts.settings,
     })
 

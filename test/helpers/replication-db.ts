@@ -1,0 +1,108 @@
+// Shared set-up of the replication tests: a table in a publication of its
+// own, a subscription on a slot of its own, and reading a stream with a
+// deadline. Everything is dropped again, so test files can share a database.
+
+import type { ChangeMessage, Client, ReplicationStream, Subscription, SubscribeOptions } from '../../src/index.js'
+import { uniqueName } from './client.js'
+
+export interface Fixture {
+  table: string
+  publication: string
+  slot: string
+  /** Drops the slot (waiting for its walsender to let go), the publication and the table. */
+  drop(): Promise<void>
+}
+
+/** A table (columns given as SQL) and a publication of it; the slot name is reserved, not created. */
+export async function fixture(db: Client, columns: string, prefix = 'rep'): Promise<Fixture> {
+  const table = uniqueName(`${prefix}_t`)
+  const publication = uniqueName(`${prefix}_p`)
+  const slot = uniqueName(`${prefix}_s`).toLowerCase()
+  await db.query(`CREATE TABLE ${table} (${columns})`)
+  await db.query(`CREATE PUBLICATION ${publication} FOR TABLE ${table}`)
+  return {
+    table,
+    publication,
+    slot,
+    async drop() {
+      await dropSlot(db, slot)
+      await db.query(`DROP PUBLICATION IF EXISTS ${publication}`)
+      await db.query(`DROP TABLE IF EXISTS ${table} CASCADE`)
+    },
+  }
+}
+
+/** Drops a slot if it exists, once no walsender holds it any more. */
+export async function dropSlot(db: Client, slot: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await db.query<{ active: boolean }>('SELECT active FROM pg_replication_slots WHERE slot_name = $1', [slot])
+    if (rows.length === 0) return
+    if (!rows[0]!.active) {
+      try {
+        await db.query('SELECT pg_drop_replication_slot($1)', [slot])
+        return
+      } catch {
+        // Taken again in between: look once more.
+      }
+    }
+    await sleep(50)
+  }
+  throw new Error(`replication slot ${slot} stayed active`)
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/** Starts a subscription and waits until its stream runs, so changes made after this are seen. */
+export async function startSubscription(db: Client, options: SubscribeOptions): Promise<{ sub: Subscription; reader: Reader<ChangeMessage> }> {
+  const sub = db.subscribe(options)
+  const connected = new Promise<void>((resolve) => sub.on('connect', () => resolve()))
+  const reader = new Reader(sub)
+  await Promise.race([connected, reader.failed, sleep(10_000).then(() => Promise.reject(new Error('the subscription did not start within 10 s')))])
+  return { sub, reader }
+}
+
+/** Reads a stream in the background so a test can ask for "the next n messages" with a deadline. */
+export class Reader<T> {
+  private readonly it: AsyncIterator<T>
+  private pending: Promise<IteratorResult<T>> | null = null
+  readonly failed: Promise<never>
+
+  constructor(stream: ReplicationStream<T>) {
+    this.it = stream[Symbol.asyncIterator]()
+    this.pending = this.it.next()
+    this.failed = this.pending.then(() => new Promise<never>(() => {}))
+    this.failed.catch(() => {})
+  }
+
+  /** The next message, or an error after `ms`. */
+  async next(ms = 10_000): Promise<T> {
+    const p = this.pending ?? this.it.next()
+    this.pending = null
+    let timer: NodeJS.Timeout | undefined
+    const r = await Promise.race([p, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`no message within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer))
+    if (r.done === true) throw new Error('the stream ended')
+    return r.value
+  }
+
+  /** The next `n` messages. */
+  async take(n: number, ms = 10_000): Promise<T[]> {
+    const out: T[] = []
+    for (let i = 0; i < n; i++) out.push(await this.next(ms))
+    return out
+  }
+
+  /** Messages until (and with) the next one `until` accepts. */
+  async until(until: (m: T) => boolean, ms = 10_000): Promise<T[]> {
+    const out: T[] = []
+    for (;;) {
+      const m = await this.next(ms)
+      out.push(m)
+      if (until(m)) return out
+    }
+  }
+}
+
+/** The messages of one transaction from begin to commit, without relation messages. */
+export function types(ms: ChangeMessage[]): string[] {
+  return ms.map((m) => m.type)
+}

@@ -1,0 +1,313 @@
+// Logical change streams (pgoutput) against a real server: every message
+// type, values decoded as queries decode them, unchanged TOAST values,
+// replica identities, schema changes, streamed large transactions, and the
+// acknowledgement rule (a transaction is confirmed only once the consumer
+// asked for the message after its commit).
+
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { Client, Lsn, unchangedToast, type ChangeMessage, type CommitMessage } from '../../src/index.js'
+import { openClient } from '../helpers/client.js'
+import { dropSlot, fixture, sleep, startSubscription, types } from '../helpers/replication-db.js'
+import { getTestServer } from '../helpers/server.js'
+
+let db: Client
+let major = 0
+before(async () => {
+  db = await openClient()
+  major = (await getTestServer()).version
+})
+after(async () => {
+  await db.end()
+})
+
+const changes = (ms: ChangeMessage[]) => ms.filter((m) => m.type !== 'begin' && m.type !== 'commit')
+const isCommit = (m: ChangeMessage) => m.type === 'commit'
+
+describe('pgoutput messages', () => {
+  test('begin, insert, update, delete, truncate, message and commit, in order, with LSNs', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY, note text')
+    const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication], messages: true })
+    try {
+      await db.query(`INSERT INTO ${f.table} VALUES (1, 'a'), (2, 'b')`)
+      await db.query(`UPDATE ${f.table} SET note = 'z' WHERE id = 1`)
+      await db.query(`UPDATE ${f.table} SET id = 3 WHERE id = 2`)
+      await db.query(`DELETE FROM ${f.table} WHERE id = 3`)
+      await db.query(`SELECT pg_logical_emit_message(true, 'app', 'in a transaction')`)
+      await db.query(`SELECT pg_logical_emit_message(false, 'app', 'not transactional')`)
+      await db.query(`TRUNCATE ${f.table} RESTART IDENTITY CASCADE`)
+
+      const ins = await reader.until(isCommit)
+      assert.deepEqual(types(ins), ['begin', 'insert', 'insert', 'commit'])
+      const begin = ins[0]!
+      const commit = ins[3] as CommitMessage
+      assert.ok(begin.type === 'begin' && begin.xid > 0 && begin.xid === commit.xid)
+      assert.ok(begin.commitLsn.equals(commit.commitLsn))
+      assert.ok(commit.endLsn > commit.commitLsn)
+      assert.ok(commit.commitTime instanceof Date && Math.abs(commit.commitTime.getTime() - Date.now()) < 60_000)
+      assert.ok(ins[1]!.lsn instanceof Lsn)
+      assert.match(String(commit.endLsn), /^[0-9A-F]{1,8}\/[0-9A-F]{1,8}$/)
+      const rows = changes(ins).map((m) => (m.type === 'insert' ? [m.schema, m.table, m.row] : null))
+      assert.deepEqual(rows, [
+        ['public', f.table, { id: 1, note: 'a' }],
+        ['public', f.table, { id: 2, note: 'b' }],
+      ])
+
+      const [u1] = changes(await reader.until(isCommit))
+      assert.ok(u1?.type === 'update')
+      assert.deepEqual(u1.row, { id: 1, note: 'z' })
+      assert.equal(u1.old, undefined)
+      assert.equal(u1.key, undefined, 'the key did not change: no old key')
+
+      const [u2] = changes(await reader.until(isCommit))
+      assert.ok(u2?.type === 'update')
+      assert.deepEqual(u2.row, { id: 3, note: 'b' })
+      assert.deepEqual(u2.key, { id: 2 }, 'the key changed: the old key comes with it')
+
+      const [d] = changes(await reader.until(isCommit))
+      assert.ok(d?.type === 'delete')
+      assert.deepEqual(d.key, { id: 3 })
+      assert.equal(d.old, undefined)
+
+      const [msg] = changes(await reader.until(isCommit))
+      assert.ok(msg?.type === 'message')
+      assert.equal(msg.transactional, true)
+      assert.equal(msg.prefix, 'app')
+      assert.equal(Buffer.from(msg.content).toString(), 'in a transaction')
+
+      const loose = await reader.next()
+      assert.ok(loose.type === 'message' && !loose.transactional, `a non-transactional message comes alone, got ${loose.type}`)
+      assert.equal(Buffer.from(loose.content).toString(), 'not transactional')
+
+      const [t] = changes(await reader.until(isCommit))
+      assert.ok(t?.type === 'truncate')
+      assert.deepEqual(t.tables, [{ schema: 'public', table: f.table }])
+      assert.equal(t.cascade, true)
+      assert.equal(t.restartIdentity, true)
+    } finally {
+      await sub.close()
+      await f.drop()
+    }
+  })
+
+  test('built-in types decode to the values a query returns, in text and in binary', async () => {
+    const columns = [
+      ['b', 'bool', 'true'],
+      ['i2', 'int2', '-7'],
+      ['i4', 'int4', '2147483647'],
+      ['i8', 'int8', '9007199254740993'],
+      ['f4', 'float4', '1.5'],
+      ['f8', 'float8', '-2.25e100'],
+      ['num', 'numeric', '12345678901234567890.123'],
+      ['t', 'text', `'Zoë ☃'`],
+      ['vc', 'varchar(10)', `'short'`],
+      ['bp', 'char(3)', `'ab'`],
+      ['by', 'bytea', `'\\x00ff10'`],
+      ['u', 'uuid', `'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'`],
+      ['d', 'date', `'2024-02-29'`],
+      ['ts', 'timestamp', `'2024-02-29 12:34:56.789'`],
+      ['tz', 'timestamptz', `'2024-02-29 12:34:56.789+02'`],
+      ['tm', 'time', `'12:34:56'`],
+      ['iv', 'interval', `'1 year 2 days 03:04:05'`],
+      ['j', 'json', `'{"a": [1, 2]}'`],
+      ['jb', 'jsonb', `'{"b": null}'`],
+      ['arr', 'int4[]', `'{1,NULL,3}'`],
+      ['tarr', 'text[]', `'{"a b",c}'`],
+      ['inet_', 'inet', `'192.168.0.1/24'`],
+      ['lsn', 'pg_lsn', `'16/B374D848'`],
+      ['rng', 'int4range', `'[1,5)'`],
+      ['n', 'int4', 'NULL'],
+    ]
+    const f = await fixture(db, `id int PRIMARY KEY, ${columns.map(([n, t]) => `${n} ${t}`).join(', ')}`)
+    const select = `SELECT ${columns.map(([n]) => n).join(', ')} FROM ${f.table} WHERE id = 1`
+    try {
+      await db.query(`INSERT INTO ${f.table} VALUES (0, ${columns.map(([, , v]) => v).join(', ')})`)
+      await db.query(`UPDATE ${f.table} SET id = 1`)
+      const expected = (await db.query(select)).rows[0]
+      for (const binary of [false, true]) {
+        const slot = `${f.slot}_${binary ? 'b' : 't'}`
+        const { sub, reader } = await startSubscription(db, { slot, publications: [f.publication], binary })
+        try {
+          await db.query(`UPDATE ${f.table} SET id = id + 1`)
+          await db.query(`UPDATE ${f.table} SET id = id - 1`)
+          await reader.until(isCommit)
+          const [u] = changes(await reader.until(isCommit))
+          assert.ok(u?.type === 'update')
+          const { id: _id, ...row } = u.row
+          assert.deepEqual(row, expected, `binary: ${binary}`)
+        } finally {
+          await sub.close()
+          await dropSlot(db, slot)
+        }
+      }
+    } finally {
+      await f.drop()
+    }
+  })
+
+  test('an unchanged TOASTed value is the unchangedToast marker, never null or stale', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY, big text, small text')
+    const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication] })
+    try {
+      // Random text does not compress: it is stored out of line.
+      await db.query(`INSERT INTO ${f.table} SELECT 1, string_agg(md5(i::text), ''), 'x' FROM generate_series(1, 2000) i`)
+      await db.query(`UPDATE ${f.table} SET small = 'y'`)
+      await db.query(`UPDATE ${f.table} SET big = NULL`)
+      const [ins] = changes(await reader.until(isCommit))
+      assert.ok(ins?.type === 'insert' && typeof ins.row.big === 'string' && ins.row.big.length === 64_000)
+      const [u] = changes(await reader.until(isCommit))
+      assert.ok(u?.type === 'update')
+      assert.equal(u.row.big, unchangedToast)
+      assert.equal(u.row.small, 'y')
+      const [u2] = changes(await reader.until(isCommit))
+      assert.ok(u2?.type === 'update')
+      assert.equal(u2.row.big, null)
+    } finally {
+      await sub.close()
+      await f.drop()
+    }
+  })
+
+  test('REPLICA IDENTITY FULL sends whole old rows; USING INDEX sends the index columns; NOTHING none', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY, code text NOT NULL, note text')
+    const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication] })
+    try {
+      await db.query(`INSERT INTO ${f.table} VALUES (1, 'one', 'n')`)
+      await db.query(`ALTER TABLE ${f.table} REPLICA IDENTITY FULL`)
+      await db.query(`UPDATE ${f.table} SET note = 'm'`)
+      await db.query(`CREATE UNIQUE INDEX ${f.table}_code ON ${f.table} (code)`)
+      await db.query(`ALTER TABLE ${f.table} REPLICA IDENTITY USING INDEX ${f.table}_code`)
+      await db.query(`UPDATE ${f.table} SET code = 'uno'`)
+      await db.query(`DELETE FROM ${f.table}`)
+
+      await reader.until(isCommit)
+      const [full] = changes(await reader.until(isCommit))
+      assert.ok(full?.type === 'update')
+      assert.equal(full.relation.replicaIdentity, 'f')
+      assert.deepEqual(full.old, { id: 1, code: 'one', note: 'n' })
+      assert.deepEqual(full.row, { id: 1, code: 'one', note: 'm' })
+
+      const [byIndex] = changes(await reader.until(isCommit))
+      assert.ok(byIndex?.type === 'update')
+      assert.equal(byIndex.relation.replicaIdentity, 'i')
+      assert.deepEqual(byIndex.key, { code: 'one' })
+      assert.equal(byIndex.old, undefined)
+      const [del] = changes(await reader.until(isCommit))
+      assert.ok(del?.type === 'delete')
+      assert.deepEqual(del.key, { code: 'uno' })
+    } finally {
+      await sub.close()
+      await f.drop()
+    }
+  })
+
+  test('a schema change mid-stream: the rows that follow are decoded with the new columns and types', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY, v int')
+    const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication], metadata: true })
+    try {
+      await db.query(`INSERT INTO ${f.table} VALUES (1, 10)`)
+      await db.query(`ALTER TABLE ${f.table} ADD COLUMN extra text DEFAULT 'd', ALTER COLUMN v TYPE numeric`)
+      await db.query(`INSERT INTO ${f.table} VALUES (2, 20.5, 'e')`)
+      await db.query(`ALTER TABLE ${f.table} DROP COLUMN extra`)
+      await db.query(`INSERT INTO ${f.table} VALUES (3, 30)`)
+      const got = changes([...(await reader.until(isCommit)), ...(await reader.until(isCommit)), ...(await reader.until(isCommit))])
+      const rows = got.filter((m) => m.type === 'insert').map((m) => (m.type === 'insert' ? m.row : null))
+      assert.deepEqual(rows, [{ id: 1, v: 10 }, { id: 2, v: '20.5', extra: 'e' }, { id: 3, v: '30' }])
+      assert.ok(got.filter((m) => m.type === 'relation').length >= 3, 'a relation message before each new shape')
+    } finally {
+      await sub.close()
+      await f.drop()
+    }
+  })
+
+  test('a large transaction streamed in progress (logical_decoding_work_mem low) arrives as stream messages', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY, pad text')
+    await db.query(`ALTER SYSTEM SET logical_decoding_work_mem = '64kB'`)
+    await db.query('SELECT pg_reload_conf()')
+    const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication], streaming: true })
+    try {
+      await db.query(`INSERT INTO ${f.table} SELECT i, repeat('x', 100) FROM generate_series(1, 5000) i`)
+      const got = await reader.until((m) => m.type === 'streamCommit', 20_000)
+      const kinds = new Set(types(got))
+      assert.ok(kinds.has('streamStart') && kinds.has('streamStop') && kinds.has('streamCommit'), [...kinds].join(','))
+      const inserted = got.filter((m) => m.type === 'insert')
+      assert.equal(inserted.length, 5000)
+      assert.ok(inserted.every((m) => m.type === 'insert' && typeof m.xid === 'number'), 'streamed changes carry their xid')
+      assert.deepEqual(inserted.map((m) => (m.type === 'insert' ? m.row.id : 0)).slice(0, 3), [1, 2, 3])
+    } finally {
+      await sub.close()
+      await db.query('ALTER SYSTEM RESET logical_decoding_work_mem')
+      await db.query('SELECT pg_reload_conf()')
+      await f.drop()
+    }
+  })
+
+  test('two-phase transactions: begin prepare, prepare, commit prepared and rollback prepared', async (t) => {
+    if (major < 15) return t.skip('two_phase needs PostgreSQL 15')
+    const f = await fixture(db, 'id int PRIMARY KEY')
+    const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication], twoPhase: true })
+    const gid = `${f.slot}_g`
+    try {
+      await db.simpleQuery(`BEGIN; INSERT INTO ${f.table} VALUES (1); PREPARE TRANSACTION '${gid}1'`)
+      await db.query(`COMMIT PREPARED '${gid}1'`)
+      await db.simpleQuery(`BEGIN; INSERT INTO ${f.table} VALUES (2); PREPARE TRANSACTION '${gid}2'`)
+      await db.query(`ROLLBACK PREPARED '${gid}2'`)
+      const got = await reader.until((m) => m.type === 'rollbackPrepared')
+      assert.deepEqual(types(got), ['beginPrepare', 'insert', 'prepare', 'commitPrepared', 'beginPrepare', 'insert', 'prepare', 'rollbackPrepared'])
+      const [bp, , p, cp] = got
+      assert.ok(bp?.type === 'beginPrepare' && p?.type === 'prepare' && cp?.type === 'commitPrepared')
+      assert.equal(bp.gid, `${gid}1`)
+      assert.equal(p.gid, `${gid}1`)
+      assert.equal(cp.gid, `${gid}1`)
+      assert.equal(bp.xid, cp.xid)
+    } finally {
+      await sub.close()
+      await db.query(`ROLLBACK PREPARED '${gid}2'`).catch(() => undefined)
+      await f.drop()
+    }
+  })
+})
+
+describe('acknowledgement', () => {
+  test('a transaction is confirmed only after the consumer asked for the message after its commit', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY')
+    const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication], statusInterval: 50 })
+    const confirmed = async () => Lsn.from((await db.query<{ l: string }>(`SELECT confirmed_flush_lsn::text AS l FROM pg_replication_slots WHERE slot_name = $1`, [f.slot])).rows[0]!.l)
+    try {
+      await db.query(`INSERT INTO ${f.table} VALUES (1)`)
+      await db.query(`INSERT INTO ${f.table} VALUES (2)`)
+      const first = await reader.until(isCommit)
+      const commit = first[first.length - 1] as CommitMessage
+      await sleep(300)
+      assert.ok((await confirmed()) < commit.endLsn, 'not confirmed while the consumer holds the commit')
+      // Asking for the next message is the acknowledgement.
+      const next = await reader.next()
+      assert.equal(next.type, 'begin')
+      await sleep(300)
+      const c = await confirmed()
+      assert.ok(c >= commit.endLsn, `confirmed ${c} after asking, commit ended at ${commit.endLsn}`)
+      assert.equal(sub.acknowledgedLsn.equals(commit.endLsn) || sub.acknowledgedLsn > commit.endLsn, true)
+    } finally {
+      await sub.close()
+      await f.drop()
+    }
+  })
+
+  test('a persistent slot resumes after the last handled transaction; a new subscription creates its slot', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY')
+    try {
+      let { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication], statusInterval: 50 })
+      for (const id of [1, 2, 3]) await db.query(`INSERT INTO ${f.table} VALUES (${id})`)
+      await reader.until(isCommit)
+      await reader.until(isCommit) // asking for the second transaction's begin acknowledged the first
+      await sleep(200)
+      await sub.close()
+      ;({ sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication] }))
+      const again = changes(await reader.until(isCommit))
+      assert.deepEqual(again.map((m) => (m.type === 'insert' ? m.row.id : null)), [2], 'the unacknowledged transaction comes again, the acknowledged one does not')
+      await sub.close()
+    } finally {
+      await f.drop()
+    }
+  })
+})
