@@ -1,0 +1,277 @@
+// Replication connections and their commands (IDENTIFY_SYSTEM, slots,
+// TIMELINE_HISTORY), streams over TCP, unix sockets and TLS, physical WAL
+// streaming, a raw logical stream from test_decoding, and every failure a
+// subscription can meet, each named.
+
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { startServer } from '../../harness/server.js'
+import {
+  ArgumentError,
+  Client,
+  connect,
+  connectReplication,
+  createPool,
+  Lsn,
+  PgError,
+  ReplicationError,
+  type ChangeMessage,
+} from '../../src/index.js'
+import { openClient, uniqueName } from '../helpers/client.js'
+import { dropSlot, fixture, Reader, sleep, startSubscription, types } from '../helpers/replication-db.js'
+import { connectionUrl, getTestServer, mainDatabase, type ServerInfo } from '../helpers/server.js'
+
+let db: Client
+let server: ServerInfo
+let url: string
+before(async () => {
+  db = await openClient()
+  server = await getTestServer()
+  url = (await mainDatabase()).connectionString ?? connectionUrl(server, server.superuser)
+})
+after(async () => {
+  await db.end()
+})
+
+const isCommit = (m: ChangeMessage) => m.type === 'commit'
+
+async function rejection(p: Promise<unknown>): Promise<Error> {
+  try {
+    await p
+  } catch (err) {
+    return err as Error
+  }
+  assert.fail('expected a rejection')
+}
+
+describe('replication connections', () => {
+  test('the replication setting in URLs, key=value strings and options; commands through the simple protocol only', async () => {
+    const rc = await connect(`${url}${url.includes('?') ? '&' : '?'}replication=database`)
+    try {
+      const [r] = await rc.simpleQuery('IDENTIFY_SYSTEM')
+      assert.equal(r!.rows.length, 1)
+      const err = await rejection(rc.query('SELECT 1'))
+      assert.ok(err instanceof ArgumentError && /simple protocol/.test(err.message), err.message)
+      // SQL works on a logical replication connection, through the simple protocol.
+      const [one] = await rc.simpleQuery('SELECT 1 AS one')
+      assert.deepEqual(one!.rows, [{ one: 1 }])
+    } finally {
+      await rc.end()
+    }
+    const physical = await connect({ connectionString: url, replication: true })
+    try {
+      const [r] = await physical.simpleQuery('IDENTIFY_SYSTEM')
+      assert.equal(r!.rows[0]!.dbname, null)
+    } finally {
+      await physical.end()
+    }
+    const kv = await connect(`host=${server.socketDir} port=${server.port} user=${server.superuser.user} dbname=${server.database} replication=database`)
+    try {
+      assert.equal((await kv.simpleQuery('IDENTIFY_SYSTEM'))[0]!.rows[0]!.dbname, server.database)
+    } finally {
+      await kv.end()
+    }
+  })
+
+  test('IDENTIFY_SYSTEM, CREATE/READ/DROP_REPLICATION_SLOT, TIMELINE_HISTORY', async () => {
+    const rc = await connectReplication({ host: server.socketDir, port: server.port, user: server.superuser.user, database: server.database })
+    const physical = await connectReplication({ host: server.socketDir, port: server.port, user: server.superuser.user }, 'physical')
+    const logical = uniqueName('cmd_l').toLowerCase()
+    const phys = uniqueName('cmd_p').toLowerCase()
+    try {
+      const id = await rc.identifySystem()
+      assert.match(id.systemId, /^\d+$/)
+      assert.equal(id.timeline, 1)
+      assert.ok(id.xlogPos instanceof Lsn && id.xlogPos > Lsn.ZERO)
+      assert.equal(id.dbName, server.database)
+
+      const created = await rc.createSlot(logical, { plugin: 'pgoutput', temporary: true })
+      assert.equal(created.slotName, logical)
+      assert.equal(created.outputPlugin, 'pgoutput')
+      assert.ok(created.consistentPoint > Lsn.ZERO)
+
+      const p = await physical.createSlot(phys)
+      assert.equal(p.slotName, phys)
+      if (server.version >= 15) {
+        const read = await physical.readSlot(phys)
+        assert.equal(read.slotType, 'physical')
+        assert.ok(read.restartLsn !== null && read.restartLsn > Lsn.ZERO)
+        assert.equal(read.restartTimeline, 1)
+        assert.deepEqual(await physical.readSlot('no_such_slot'), { slotType: null, restartLsn: null, restartTimeline: null })
+      }
+      // Timeline 1 has no history file.
+      const err = await rejection(physical.timelineHistory(1))
+      assert.ok(err instanceof PgError, String(err))
+      await physical.dropSlot(phys)
+      const gone = await db.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [phys])
+      assert.equal(gone.rows.length, 0)
+      const bad = await rejection(rc.dropSlot('Bad-Name'))
+      assert.ok(bad instanceof ArgumentError && /replication slot name/.test(bad.message), String(bad))
+    } finally {
+      await rc.end()
+      await physical.end()
+      await dropSlot(db, phys)
+    }
+  })
+
+  for (const via of ['tcp', 'unix socket', 'tls'] as const) {
+    test(`a subscription over ${via}`, async () => {
+      const f = await fixture(db, 'id int PRIMARY KEY')
+      const settings =
+        via === 'tcp'
+          ? connectionUrl(server, server.superuser)
+          : via === 'unix socket'
+            ? connectionUrl(server, server.superuser, { host: server.socketDir })
+            : connectionUrl(server, server.superuser, { host: server.hostname, params: { sslmode: 'verify-full', sslrootcert: server.tls.caFile } })
+      const client = new Client(settings)
+      const { sub, reader } = await startSubscription(client, { slot: f.slot, publications: [f.publication] })
+      try {
+        await db.query(`INSERT INTO ${f.table} VALUES (7)`)
+        assert.deepEqual(types(await reader.until(isCommit)), ['begin', 'insert', 'commit'])
+      } finally {
+        await sub.close()
+        await client.end()
+        await f.drop()
+      }
+    })
+  }
+
+  test('ordinary clients and pools on the same settings are unaffected by a running subscription', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY')
+    const pool = createPool({ connectionString: url, max: 2 })
+    const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication] })
+    const poolSub = pool.subscribe({ slot: `${f.slot}_pool`, publications: [f.publication] })
+    const poolReader = new Reader(poolSub)
+    try {
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => db.query('SELECT $1::int AS i', [i])))
+      assert.equal(results[49]!.rows[0]!.i, 49)
+      assert.equal((await pool.query('SELECT 2 AS two')).rows[0]!.two, 2)
+      await sleep(300)
+      await db.query(`INSERT INTO ${f.table} VALUES (1)`)
+      assert.deepEqual(types(await reader.until(isCommit)), ['begin', 'insert', 'commit'])
+      assert.deepEqual(types(await poolReader.until(isCommit)), ['begin', 'insert', 'commit'])
+    } finally {
+      await sub.close()
+      await poolSub.close()
+      await pool.end()
+      await dropSlot(db, `${f.slot}_pool`)
+      await f.drop()
+    }
+  })
+})
+
+describe('raw streams', () => {
+  test('physical WAL streaming: XLogData with positions, acknowledged to the slot once handled', async () => {
+    const slot = uniqueName('phys').toLowerCase()
+    const rc = await connectReplication(url, 'physical')
+    await rc.createSlot(slot)
+    await rc.end()
+    const stream = db.replicate({ physical: true, slot, statusInterval: 50 })
+    const reader = new Reader(stream)
+    try {
+      await db.query(`SELECT pg_logical_emit_message(false, 'wal', repeat('w', 20000))`)
+      await db.query('SELECT pg_switch_wal()')
+      const first = await reader.next()
+      assert.ok(first.walStart instanceof Lsn && first.walEnd >= first.walStart)
+      assert.ok(first.data.length > 0 && first.serverTime instanceof Date)
+      const second = await reader.next()
+      assert.ok(second.walStart.equals(first.walStart.plus(first.data.length)), 'contiguous WAL')
+      await sleep(300)
+      const { rows } = await db.query<{ l: string }>('SELECT restart_lsn::text AS l FROM pg_replication_slots WHERE slot_name = $1', [slot])
+      assert.ok(Lsn.from(rows[0]!.l) >= first.walStart.plus(first.data.length), `slot at ${rows[0]!.l}`)
+    } finally {
+      await stream.close()
+      await dropSlot(db, slot)
+    }
+  })
+
+  test('a logical slot with another output plugin (test_decoding): its raw messages', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY')
+    const stream = db.replicate({ slot: f.slot, plugin: 'test_decoding', pluginOptions: { 'include-xids': '0', 'skip-empty-xacts': '1' } })
+    const connected = new Promise<void>((r) => stream.on('connect', () => r()))
+    const reader = new Reader(stream)
+    try {
+      await connected
+      await db.query(`INSERT INTO ${f.table} VALUES (42)`)
+      const got = await reader.until((m) => Buffer.from(m.data).toString().startsWith('COMMIT'))
+      const text = got.map((m) => Buffer.from(m.data).toString())
+      assert.deepEqual(text, ['BEGIN', `table public.${f.table}: INSERT: id[integer]:42`, 'COMMIT'])
+    } finally {
+      await stream.close()
+      await f.drop()
+    }
+  })
+})
+
+describe('failures, each named', () => {
+  test('a slot in use by another connection', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY')
+    const { sub } = await startSubscription(db, { slot: f.slot, publications: [f.publication] })
+    try {
+      const second = db.subscribe({ slot: f.slot, publications: [f.publication] })
+      const err = await rejection(second.next())
+      assert.ok(err instanceof ReplicationError && err.reason === 'slot-in-use', String(err))
+      assert.match(err.message, new RegExp(f.slot))
+    } finally {
+      await sub.close()
+      await f.drop()
+    }
+  })
+
+  test('a missing publication', async () => {
+    const sub = db.subscribe({ slot: uniqueName('nopub').toLowerCase(), publications: ['no_such_publication'] })
+    const err = await rejection(sub.next())
+    assert.ok(err instanceof ReplicationError && err.reason === 'publication-missing', String(err))
+    assert.match(err.message, /"no_such_publication"/)
+  })
+
+  test('a slot dropped while the subscription runs', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY')
+    const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication], reconnectMaxDelay: 200 })
+    try {
+      await db.simpleQuery(`SELECT pg_terminate_backend(active_pid, 5000) FROM pg_replication_slots WHERE slot_name = '${f.slot}'; SELECT pg_drop_replication_slot('${f.slot}')`)
+      const err = await rejection(reader.next())
+      assert.ok(err instanceof ReplicationError && err.reason === 'slot-missing', String(err))
+    } finally {
+      await sub.close()
+      await f.drop()
+    }
+  })
+
+  test('a missing slot for a raw logical stream', async () => {
+    const err = await rejection(db.replicate({ slot: 'no_such_slot_here' }).next())
+    assert.ok(err instanceof ReplicationError && err.reason === 'slot-missing', String(err))
+  })
+
+  test('a role without the REPLICATION attribute', async () => {
+    const client = new Client(connectionUrl(server, server.users.trust))
+    const err = await rejection(client.subscribe({ slot: 'never_created', publications: ['p'] }).next())
+    assert.ok(err instanceof ReplicationError && err.reason === 'privilege', String(err))
+    await client.end()
+  })
+
+  test('a server without wal_level=logical', async () => {
+    const own = await startServer({ binDir: process.env.PIPEGRES_TEST_PGBIN || undefined, name: 'walreplica', settings: { wal_level: 'replica' } })
+    try {
+      const client = new Client(connectionUrl(own, own.superuser))
+      await client.query('CREATE TABLE t (id int PRIMARY KEY)')
+      await client.query('CREATE PUBLICATION p FOR TABLE t')
+      const err = await rejection(client.subscribe({ slot: 's', publications: ['p'] }).next())
+      assert.ok(err instanceof ReplicationError && err.reason === 'wal-level', String(err))
+      assert.match(err.message, /wal_level/)
+      await client.end()
+    } finally {
+      await own.stop()
+    }
+  })
+
+  test('bad options are refused at once', () => {
+    assert.throws(() => db.subscribe({ slot: 'Bad Name', publications: ['p'] }), ArgumentError)
+    assert.throws(() => db.subscribe({ slot: 'ok', publications: [] }), ArgumentError)
+    assert.throws(() => db.replicate({ physical: true, startLsn: 'nope' }), ArgumentError)
+    assert.equal(String(Lsn.from('16/b374d848')), '16/B374D848')
+    assert.equal(Lsn.from(0x16b374d848n).toString(), '16/B374D848')
+    assert.ok(Lsn.from('1/0') > Lsn.from('0/FFFFFFFF'))
+    assert.equal(JSON.stringify({ at: Lsn.from('0/10') }), '{"at":"0/10"}')
+  })
+})
