@@ -1,0 +1,51 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+// The core has no runtime dependencies: importing pipegres must not load an
+// ORM, even though the ORM integrations live in the same package.
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
+
+/** Every module URL a child process resolves while it imports `entry`. */
+function loadedBy(entry: string): Promise<string[]> {
+  const hooks = `
+    let port
+    export function initialize(data) { port = data.port }
+    export async function resolve(specifier, context, next) {
+      const r = await next(specifier, context)
+      port.postMessage(r.url)
+      return r
+    }`
+  const child = `
+    import { register } from 'node:module'
+    import { MessageChannel } from 'node:worker_threads'
+    const { port1, port2 } = new MessageChannel()
+    const seen = []
+    port1.on('message', (url) => seen.push(url))
+    register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hooks)}), { data: { port: port2 }, transferList: [port2] })
+    await import(${JSON.stringify(entry)})
+    setTimeout(() => { console.log(JSON.stringify(seen)); port1.close() }, 50)`
+  return new Promise((res, rej) => {
+    execFile(process.execPath, ['--input-type=module', '-e', child], { cwd: root, timeout: 20_000 }, (err, stdout, stderr) => {
+      if (err) rej(new Error(stderr || err.message))
+      else res(JSON.parse(stdout) as string[])
+    })
+  })
+}
+
+const orm = /node_modules\/(kysely|drizzle-orm|@prisma|prisma)\//
+
+test("import 'pipegres' loads no ORM module", async () => {
+  const seen = await loadedBy(pathToFileURL(join(root, 'build', 'src', 'index.js')).href)
+  assert.ok(seen.some((url) => url.endsWith('/build/src/client.js')), 'the hook saw the core load')
+  assert.deepEqual(seen.filter((url) => orm.test(url)), [])
+  assert.deepEqual(seen.filter((url) => url.includes('/integrations/')), [])
+})
+
+test('the check itself sees an ORM when one is loaded', async () => {
+  const seen = await loadedBy(pathToFileURL(join(root, 'build', 'src', 'integrations', 'kysely', 'index.js')).href)
+  assert.ok(seen.some((url) => orm.test(url)))
+})
