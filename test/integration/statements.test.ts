@@ -133,15 +133,45 @@ test('a statement whose result type changed is prepared afresh after the server 
   }
 })
 
-test('a statement deallocated behind the client is prepared afresh', async () => {
+test('a statement deallocated behind the client is sent again, once, on the unnamed statement', async () => {
+  const c = await openClient()
+  const t = uniqueName('dealloc')
+  await c.query(`CREATE TEMP TABLE ${t} (a int)`)
+  try {
+    const text = `INSERT INTO ${t} VALUES ($1) RETURNING a`
+    await c.query(text, [1])
+    const names = (await c.simpleQuery<{ name: string }>("SELECT name FROM pg_prepared_statements WHERE statement LIKE 'INSERT%'"))[0]!.rows.map((r) => r.name)
+    assert.equal(names.length, 1)
+    assert.match(names[0]!, /^_p[0-9a-z]{6}_\d+$/, 'statement names carry a tag unique to the process')
+    await c.simpleQuery(`DEALLOCATE "${names[0]}"`)
+    // Bind failed with 26000, so the INSERT never ran: it is sent again, and runs once.
+    assert.deepEqual((await c.query(text, [2])).rows, [{ a: 2 }])
+    assert.deepEqual((await c.query(`SELECT a FROM ${t} ORDER BY a`)).rows, [{ a: 1 }, { a: 2 }])
+    // The connection no longer relies on named statements.
+    await c.query(text, [3])
+    const after = (await c.simpleQuery<{ n: string }>("SELECT count(*) AS n FROM pg_prepared_statements WHERE statement LIKE 'INSERT%'"))[0]!.rows[0]!.n
+    assert.equal(Number(after), 0)
+  } finally {
+    await c.end()
+  }
+})
+
+test('a direct connection is recognised as such: statements prepared outside a transaction are reused inside later ones', async () => {
   const c = await openClient()
   try {
-    const text = 'SELECT $1::int - 1 AS n'
-    await c.query(text, [1])
-    const [name] = (await c.simpleQuery<{ name: string }>('SELECT name FROM pg_prepared_statements'))[0]!.rows.map((r) => r.name)
-    await c.simpleQuery(`DEALLOCATE "${name}"`)
-    await assert.rejects(c.query(text, [2]), (e: unknown) => e instanceof PgError && e.code === '26000')
-    assert.deepEqual((await c.query(text, [3])).rows, [{ n: 2 }])
+    const text = 'SELECT $1::int * 2 AS n'
+    const prepared = async () =>
+      (await c.simpleQuery<{ name: string }>(`SELECT name FROM pg_prepared_statements WHERE statement = '${text.replaceAll("'", "''")}'`))[0]!.rows.map((r) => r.name)
+    assert.deepEqual((await c.query(text, [1])).rows, [{ n: 2 }])
+    const before = await prepared()
+    // The first transaction cannot know yet whether a pooler sits in between: it may prepare
+    // the statement again (closing the old one). It also asks the server for its pid.
+    await c.begin(async (tx) => assert.deepEqual((await tx.query(text, [2])).rows, [{ n: 4 }]))
+    const afterFirst = await prepared()
+    assert.equal(afterFirst.length, 1, 'a statement prepared again replaces the old one on the server')
+    await c.begin(async (tx) => assert.deepEqual((await tx.query(text, [3])).rows, [{ n: 6 }]))
+    assert.deepEqual(await prepared(), afterFirst, 'known to be direct: the statement is reused')
+    assert.equal(before.length, 1)
   } finally {
     await c.end()
   }

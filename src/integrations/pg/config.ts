@@ -85,7 +85,8 @@ function ms(v: unknown): string | undefined {
 }
 
 export function mapConfig(input: string | PgClientConfig | undefined, extra: ClientOptions = {}): MappedConfig {
-  const c: PgClientConfig = typeof input === 'string' ? { connectionString: input } : { ...(input ?? {}) }
+  // Read in place, not spread: Knex hands over a password as a non-enumerable property.
+  const c: PgClientConfig = typeof input === 'string' ? { connectionString: input } : (input ?? {})
   if (c.binary === true) throw new TypeError('pipegres/pg does not support binary: true (results are always parsed from text, as pg does by default)')
   if (c.stream !== undefined) throw new TypeError('pipegres/pg does not support a custom stream: pipegres opens its own sockets')
   const o: ClientOptions = { ...extra }

@@ -106,10 +106,12 @@ export class Pool extends EventEmitter {
 
   constructor(config?: PgPoolConfig | string) {
     super()
-    const c: PgPoolConfig = typeof config === 'string' ? { connectionString: config } : { ...(config ?? {}) }
+    const c: PgPoolConfig = typeof config === 'string' ? { connectionString: config } : (config ?? {})
     const max = c.max ?? 10
     const idleTimeoutMillis = c.idleTimeoutMillis ?? 10000
     this.options = { ...c, max, idleTimeoutMillis }
+    // Kept out of inspect() and JSON, as pg-pool does.
+    if (c.password !== undefined) Object.defineProperty(this.options, 'password', { value: c.password, enumerable: false })
     const mapped = mapConfig(c, { textResults: true, rowMode: 'array' })
     this.types = mapped.types ?? new TypeOverrides()
     this.prepare = mapped.prepare
