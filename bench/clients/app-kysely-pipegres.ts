@@ -1,0 +1,17 @@
+import { Kysely } from 'kysely'
+import { createPool } from '../../src/index.js'
+import { PipegresDialect } from '../../src/integrations/kysely/index.js'
+import { APP_POOL_SIZE, runApp } from '../lib/app.js'
+import type { AppDatabase } from '../lib/app-schema.js'
+import { childMain } from '../lib/measure.js'
+
+// The app workload through Kysely's query builder on a pipegres Pool of 4.
+
+await childMain(async (task) => {
+  const db = new Kysely<AppDatabase>({ dialect: new PipegresDialect({ pool: createPool({ ...task.target, sslmode: 'disable', max: APP_POOL_SIZE }) }) })
+  try {
+    return await runApp(task, (id) => db.selectFrom('bench_users').select(['id', 'name', 'email']).where('id', '=', id).executeTakeFirst())
+  } finally {
+    await db.destroy()
+  }
+})
