@@ -44,7 +44,7 @@ interface Variant {
 interface Workload {
   name: string
   title: string
-  unit: 'row' | 'query' | 'cancel' | 'message'
+  unit: 'row' | 'query' | 'cancel' | 'message' | 'request'
   /** 'latency': report the median time per repetition instead of a rate. */
   show?: 'rate' | 'latency'
   size: number
@@ -104,6 +104,25 @@ const WORKLOADS: Workload[] = [
       v('postgres', '', 'postgres (max: 4)'),
       v('bun', '', "Bun's SQL (max: 4)"),
       v('pgbench', '4', 'pgbench -M prepared -c 4, pipelines of 100 (ceiling)'),
+    ],
+  },
+  {
+    // One file per client in bench/clients/app-*.ts (see bench/lib/app.ts); add a client with one line here.
+    name: 'app',
+    title: 'App: 64 concurrent requests, each awaiting three single-row SELECTs by primary key (uuid), over a pool of 4 connections',
+    unit: 'request',
+    size: 20_000,
+    quickSize: 4_000,
+    variants: [
+      v('app-pipegres', '', 'pipegres Pool'),
+      v('app-kysely-pipegres', '', 'Kysely on pipegres'),
+      v('app-kysely-pg', '', 'Kysely on pg (PostgresDialect)'),
+      v('app-kysely-postgres', '', 'Kysely on postgres.js (minimal dialect)'),
+      v('app-drizzle-pipegres', '', 'Drizzle on pipegres'),
+      v('app-drizzle-pg', '', 'Drizzle on pg (node-postgres)'),
+      v('app-drizzle-postgres', '', 'Drizzle on postgres.js'),
+      v('app-prisma-pipegres', '', 'Prisma on pipegres'),
+      v('app-bun', '', "Bun's SQL (max: 4, Bun runtime)"),
     ],
   },
   {
@@ -234,11 +253,13 @@ const sizeOf = (w: Workload): number => sizeOverride ?? (quick ? w.quickSize : w
 for (const name of selected) if (!WORKLOADS.some((w) => w.name === name)) throw new Error(`unknown workload ${name}; known: ${WORKLOADS.map((w) => w.name).join(', ')}`)
 
 const bunBinary = join(root, 'node_modules', '.bin', 'bun')
+/** Clients whose child process the Bun runtime runs. */
+const onBun = (client: string): boolean => client === 'bun' || client === 'app-bun'
 
 /** Why a client cannot run here, or undefined if it can. */
 function unavailable(v: Variant, pgbench: string | undefined, pgNative: boolean): string | undefined {
   if (clientsWanted && !clientsWanted.includes(v.client) && !(v.variant === 'native' && clientsWanted.includes('pg-native'))) return 'not selected'
-  if (v.client === 'bun' && !existsSync(bunBinary)) return 'the bun package is not installed'
+  if (onBun(v.client) && !existsSync(bunBinary)) return 'the bun package is not installed'
   if (v.client === 'pgbench' && !pgbench) return 'no pgbench (14 or later) found'
   if (v.variant === 'native' && !pgNative) return 'pg-native is not installed (it needs libpq and a C++ toolchain to build)'
   return undefined
@@ -270,7 +291,7 @@ function findPgbench(binDir: string | undefined): string | undefined {
 
 function runChild(v: Variant, task: Task, cpu: string | undefined): Promise<Measurement> {
   const script = join(here, 'clients', `${v.client}.js`)
-  const runtime = v.client === 'bun' ? bunBinary : process.execPath
+  const runtime = onBun(v.client) ? bunBinary : process.execPath
   const [cmd, args] = cpu === undefined ? [runtime, [script]] : ['taskset', ['-c', cpu, runtime, script]]
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, [...args, JSON.stringify(task)], { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -392,7 +413,7 @@ function report(w: Workload, rows: Row[]): string {
   const baseCpu = median(base.cpuPerUnit)
   const latency = rows.some((r) => r.p50.length > 0)
   const server = !w.serverless && rows.some((r) => r.serverPerUnit.length > 0)
-  const unit = w.unit === 'query' ? 'queries' : w.unit === 'message' ? 'messages' : 'rows'
+  const unit = w.unit === 'query' ? 'queries' : w.unit === 'message' ? 'messages' : w.unit === 'request' ? 'requests' : 'rows'
   const head = [`client`, `${unit}/s, median (min–max)`, `vs ${base.label}`, `client CPU µs/${w.unit}`, 'CPU vs pipegres']
   // How much of one core the server used: near 100% the server, not the client, is the limit.
   if (server) head.push(`server CPU µs/${w.unit}`, 'server busy')
