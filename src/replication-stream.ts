@@ -146,6 +146,27 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     return this.conn?.processId ?? 0
   }
 
+  /**
+   * Starts the stream without taking a message: resolves once the server
+   * streams (changes committed after that are delivered), rejects with the
+   * reason it could not start.
+   */
+  ready(): Promise<void> {
+    if (!this.started) this.begin()
+    if (this.streams > 0) return Promise.resolve()
+    if (this.failure !== null) return Promise.reject(this.failure)
+    return new Promise((resolve, reject) => this.readyWaiters.push({ resolve, reject }))
+  }
+
+  private readyWaiters: { resolve: () => void; reject: (e: Error) => void }[] = []
+
+  private settleReady(err: Error | null): void {
+    const waiters = this.readyWaiters
+    this.readyWaiters = []
+    for (const w of waiters) if (err === null) w.resolve()
+    else w.reject(err)
+  }
+
   [Symbol.asyncIterator](): this {
     return this
   }
@@ -284,6 +305,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
         this.failure ??= error
         this.ended = true
         this.settleWaiter()
+        this.settleReady(this.failure)
         break
       }
       attempt++
@@ -292,6 +314,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
       await new Promise((r) => setTimeout(r, delay))
     }
     this.stopTimer()
+    this.settleReady(this.failure ?? new AbortError('the replication stream was closed before it started'))
     await this.conn?.close()
   }
 
@@ -320,6 +343,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
           this.streams++
           this.exchange = exchange
           this.startTimer()
+          this.settleReady(null)
           this.emit('connect', { processId: conn.processId, startLsn: from })
           if (this.closed) exchange.end()
         },

@@ -1,4 +1,4 @@
-import { PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import { ConnectionError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
 import { decodeCopyResponse } from '../protocol/backend.js'
 import { writeCopyDone, writeQuery } from '../protocol/frontend.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
@@ -129,6 +129,12 @@ export class CopyBothExchange implements Request {
         if (type === Backend.DataRow) this.rows.push(textColumns(buf, start, end))
         return false
       case Backend.CommandComplete:
+        if (this.step === Step.Streaming || this.step === Step.ClientDone) {
+          // A walsender shutting down ends the command without a CopyDone, then closes the connection.
+          this.step = Step.ServerDone
+          this.failure = new ConnectionError('PG_CONNECTION_CLOSED', 'the server ended the replication stream (it is shutting down)')
+          return false
+        }
         if (this.step !== Step.ServerDone && this.step !== Step.Sent) this.violation(type)
         return false
       case Backend.ReadyForQuery:

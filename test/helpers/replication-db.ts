@@ -55,11 +55,11 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 /** Starts a subscription and waits until its stream runs, so changes made after this are seen. */
 export async function startSubscription(db: Client, options: SubscribeOptions): Promise<{ sub: Subscription; reader: Reader<ChangeMessage> }> {
   const sub = db.subscribe(options)
-  const connected = new Promise<void>((resolve) => sub.on('connect', () => resolve()))
-  const reader = new Reader(sub)
-  await Promise.race([connected, reader.failed, sleep(10_000).then(() => Promise.reject(new Error('the subscription did not start within 10 s')))])
-  return { sub, reader }
+  await Promise.race([sub.ready(), sleep(10_000).then(() => Promise.reject(new Error('the subscription did not start within 10 s')))])
+  return { sub, get reader() { return (readers.get(sub) ?? readers.set(sub, new Reader(sub)).get(sub))! } }
 }
+
+const readers = new WeakMap<Subscription, Reader<ChangeMessage>>()
 
 /** Reads a stream in the background so a test can ask for "the next n messages" with a deadline. */
 export class Reader<T> {
