@@ -27,6 +27,7 @@ export class Client extends EventEmitter {
   private connectPromise: Promise<void> | null = null
   private ended: Promise<void> | null = null
   private dead: Error | null = null
+  private active = 0
   _connected = false
   _ending = false
   _queryable = true
@@ -80,6 +81,8 @@ export class Client extends EventEmitter {
           this.emit('connect')
         },
         (err: unknown) => {
+          // end() while connecting: pg lets the attempt go quietly.
+          if (this._ending) return
           this._queryable = false
           // pipegres would keep trying to connect for later queries; a pg client that failed to connect stays failed.
           this.dead = err as Error
@@ -116,7 +119,18 @@ export class Client extends EventEmitter {
       }
       return Promise.reject(err)
     }
-    return pgQuery(this.session, this.core, args, undefined)
+    this.active++
+    return pgQuery(this.session, this.core, args, undefined, this.settled)
+  }
+
+  // pg emits 'drain' when its queue of queries empties.
+  private readonly settled = (): void => {
+    if (--this.active === 0) this.emit('drain')
+  }
+
+  /** 'I' idle, 'T' in a transaction, 'E' in a failed transaction; null before connecting. */
+  getTransactionStatus(): string | null {
+    return this._connected ? this.core.transactionStatus : null
   }
 
   end(): Promise<void>

@@ -76,12 +76,15 @@ function pgStringSettings(cs: string): { cs: string; ssl: boolean | Record<strin
     ssl = { rejectUnauthorized: false }
     params.delete('sslmode')
   }
-  const rest = params.toString()
+  // Rewritten with %20 for a space: pipegres reads '+' literally, as libpq does, where pg reads a space.
+  const rest = [...params].map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')
   return { cs: cs.slice(0, q) + (rest === '' ? '' : '?' + rest), ssl, hasSslMode: params.has('sslmode') }
 }
 
+/** A timeout in ms as pg sends it: an integer (3000.7 and '3000' both give 3000); 0, false or nothing: none. */
 function ms(v: unknown): string | undefined {
-  return typeof v === 'number' && v > 0 ? String(v) : undefined
+  const n = typeof v === 'number' || typeof v === 'string' ? Math.trunc(Number(v)) : NaN
+  return n > 0 ? String(n) : undefined
 }
 
 export function mapConfig(input: string | PgClientConfig | undefined, extra: ClientOptions = {}): MappedConfig {
@@ -113,8 +116,8 @@ export function mapConfig(input: string | PgClientConfig | undefined, extra: Cli
   }
   if (typeof c.client_encoding === 'string' && c.client_encoding !== '') params.client_encoding = c.client_encoding
   if (Object.keys(params).length > 0) o.params = params
-  const qt = c.query_timeout
-  if (typeof qt === 'number' && qt > 0) o.queryTimeout = qt
+  const qt = Number(c.query_timeout)
+  if (qt > 0) o.queryTimeout = qt
   if (typeof c.connectionTimeoutMillis === 'number' && c.connectionTimeoutMillis >= 0) o.connectTimeout = c.connectionTimeoutMillis
   if (typeof c.keepAlive === 'boolean') o.keepAlive = c.keepAlive
   if (typeof c.keepAliveInitialDelayMillis === 'number' && c.keepAliveInitialDelayMillis > 0) o.keepAliveIdle = c.keepAliveInitialDelayMillis

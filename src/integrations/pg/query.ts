@@ -62,12 +62,26 @@ function normalize(config: unknown, values: unknown, callback: unknown): QueryCo
   if (typeof values === 'function') c.callback = values as Callback
   else if (values !== undefined && values !== null) c.values = values as unknown[]
   if (typeof callback === 'function') c.callback = callback as Callback
+  // A named statement is run again by its name alone.
+  if (c.text === undefined && c.name !== undefined) return c
   if (typeof c.text !== 'string') throw new TypeError(`query text must be a string, not ${c.text === null ? 'null' : typeof c.text}`)
   if (c.values !== undefined && !Array.isArray(c.values)) throw new TypeError('query values must be an array')
   return c
 }
 
-function run(session: Session, runner: Runner, c: QueryConfig, timeout: number | undefined): Promise<Result | Result[]> {
+function run(session: Session, runner: Runner, config: QueryConfig, timeout: number | undefined): Promise<Result | Result[]> {
+  let c = config
+  const name = c.name
+  if (name !== undefined) {
+    const known = session.names.get(name)
+    if ((c.text as string | undefined) === undefined) {
+      if (known === undefined) return Promise.reject(new Error(`no prepared statement named '${name}' on this connection, and no text given`))
+      c = { ...c, text: known }
+    } else if (known !== undefined && known !== c.text) {
+      return Promise.reject(new Error(`Prepared statements must be unique - '${name}' was used for a different statement`))
+    }
+    session.names.set(name, c.text)
+  }
   const types = typeSource(c.types, 'the query types option') ?? session.types
   const rowMode = c.rowMode
   const extended = (c.values !== undefined && c.values.length > 0) || c.name !== undefined || c.queryMode === 'extended'
@@ -79,13 +93,6 @@ function run(session: Session, runner: Runner, c: QueryConfig, timeout: number |
       return out.length === 1 ? out[0]! : out
     })
   }
-  if (c.name !== undefined) {
-    const known = session.names.get(c.name)
-    if (known !== undefined && known !== c.text) {
-      return Promise.reject(new Error(`Prepared statements must be unique - '${c.name}' was used for a different statement`))
-    }
-    session.names.set(c.name, c.text)
-  }
   const values = (c.values ?? []).map((v) => prepareValue(v))
   const prepare = c.name !== undefined || session.prepare
   return runner.query<unknown[]>(c.text, values, { rowMode: 'array', prepare, timeout }).then((r: CoreResult<unknown[]>) => toPgResult(r, types, rowMode))
@@ -96,10 +103,13 @@ function run(session: Session, runner: Runner, c: QueryConfig, timeout: number |
  * the config's), returns undefined and calls it; with a Query, returns the
  * Query; else returns a promise, rejected with pg's errors.
  */
-export function pgQuery(session: Session, runner: Runner | Promise<Runner>, args: unknown[], timeout: number | undefined): unknown {
+export function pgQuery(session: Session, runner: Runner | Promise<Runner>, args: unknown[], timeout: number | undefined, settled?: () => void): unknown {
   const [config, values, callback] = args
   if (config instanceof Query) {
-    runQueryObject(session, runner, config, timeout)
+    if (typeof values === 'function') config.callback = values as Callback
+    else if (typeof callback === 'function') config.callback = callback as Callback
+    if (Array.isArray(values)) config.values = values
+    runQueryObject(session, runner, config, timeout, settled)
     return config
   }
   if (config !== null && typeof config === 'object' && typeof (config as { submit?: unknown }).submit === 'function') {
@@ -114,13 +124,17 @@ export function pgQuery(session: Session, runner: Runner | Promise<Runner>, args
     promise = runner instanceof Promise ? runner.then((r) => run(session, r, cfg, qt)) : run(session, runner, c, qt)
   } catch (err) {
     const cb = typeof values === 'function' ? values : typeof callback === 'function' ? callback : (config as QueryConfig | null)?.callback
+    if (settled !== undefined) process.nextTick(settled)
     if (typeof cb === 'function') {
       process.nextTick(() => (cb as Callback)(err as Error))
       return undefined
     }
     return Promise.reject(err as Error)
   }
-  const converted = promise.catch((err: unknown) => Promise.reject(toPgError(err)))
+  let converted = promise.catch((err: unknown) => Promise.reject(toPgError(err)))
+  if (settled !== undefined) {
+    converted = converted.finally(settled)
+  }
   if (c.callback !== undefined) {
     const cb = c.callback
     converted.then(
@@ -132,9 +146,10 @@ export function pgQuery(session: Session, runner: Runner | Promise<Runner>, args
   return converted
 }
 
-function runQueryObject(session: Session, runner: Runner | Promise<Runner>, q: Query, timeout: number | undefined): void {
+function runQueryObject(session: Session, runner: Runner | Promise<Runner>, q: Query, timeout: number | undefined, settled?: () => void): void {
   const config: QueryConfig = { text: q.text, values: q.values, name: q.name, rowMode: q.rowMode, types: q.types }
-  const started = runner instanceof Promise ? runner.then((r) => run(session, r, config, timeout)) : run(session, runner, config, timeout)
+  const started = Promise.resolve(runner).then((r) => run(session, r, config, timeout))
+  if (settled !== undefined) started.then(settled, settled)
   started.then(
     (res) => {
       for (const r of Array.isArray(res) ? res : [res]) for (const row of r.rows) q.emit('row', row, r)

@@ -1,4 +1,4 @@
-import { PgError, type Field, type PgNotice, type Result as CoreResult } from '../../index.js'
+import { PgError, TimeoutError, type Field, type PgNotice, type Result as CoreResult } from '../../index.js'
 import type { TextParser } from './parsers.js'
 import type { TypeParserSource } from './types.js'
 
@@ -127,7 +127,30 @@ export class DatabaseError extends Error {
 
 const str = (v: number | string | undefined): string | undefined => (v === undefined ? undefined : String(v))
 
-function copyFields(target: DatabaseError, e: PgError | PgNotice): DatabaseError {
+/** A notice as pg emits it: the fields of an error, on a plain object (not an Error). */
+export class NoticeMessage {
+  readonly name = 'notice'
+  length = 0
+  message: string | undefined
+  severity: string | undefined
+  code: string | undefined
+  detail: string | undefined
+  hint: string | undefined
+  position: string | undefined
+  internalPosition: string | undefined
+  internalQuery: string | undefined
+  where: string | undefined
+  schema: string | undefined
+  table: string | undefined
+  column: string | undefined
+  dataType: string | undefined
+  constraint: string | undefined
+  file: string | undefined
+  line: string | undefined
+  routine: string | undefined
+}
+
+function copyFields<T extends DatabaseError | NoticeMessage>(target: T, e: PgError | PgNotice): T {
   target.severity = e.severity
   target.code = e.code
   target.detail = e.detail
@@ -149,6 +172,8 @@ function copyFields(target: DatabaseError, e: PgError | PgNotice): DatabaseError
 
 /** A server error as pg's DatabaseError (its stack kept); anything else unchanged. */
 export function toPgError(err: unknown): unknown {
+  // pg's client-side query_timeout gives this message (pipegres also cancels the query on the server).
+  if (err instanceof TimeoutError) return new Error('Query read timeout', { cause: err })
   if (!(err instanceof PgError)) return err
   const out = copyFields(new DatabaseError(err.message), err)
   if (err.stack !== undefined) out.stack = err.stack.replace(/^PgError/, 'error')
@@ -156,6 +181,8 @@ export function toPgError(err: unknown): unknown {
 }
 
 /** A NoticeResponse in the shape pg emits for 'notice'. */
-export function toPgNotice(n: PgNotice): DatabaseError {
-  return copyFields(new DatabaseError(n.message, 0, 'notice'), n)
+export function toPgNotice(n: PgNotice): NoticeMessage {
+  const out = copyFields(new NoticeMessage(), n)
+  out.message = n.message
+  return out
 }
