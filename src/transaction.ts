@@ -1,6 +1,6 @@
 import type { Request } from './connection/request.js'
 import { ArgumentError, ConnectionError, PgError, PipegresError } from './errors.js'
-import type { ExtendedQuery } from './query/extended-query.js'
+import { ExtendedQuery } from './query/extended-query.js'
 import type { Result } from './query/result.js'
 import { makeQuery, Queryable, type QueryDefaults } from './queryable.js'
 
@@ -104,6 +104,7 @@ export class Transaction extends Queryable {
       )
       return
     }
+    if (req instanceof ExtendedQuery) req.inTransaction(this.token)
     this.host.send(req, this.token)
   }
 

@@ -54,7 +54,7 @@ class Wire implements RequestContext, MessageSink {
     const lookup = (): void => {
       throw new Error('a query looked types up: the benchmark would time a round trip that cannot happen here')
     }
-    this.attachment = new Session(catalog, view, prepare, DEFAULT_STATEMENT_CACHE_SIZE, lookup, () => 18)
+    this.attachment = new Session(catalog, view, prepare, DEFAULT_STATEMENT_CACHE_SIZE, lookup, () => 18, lookup)
   }
 
   /** Connection.write: encoded at the end of what is gathered, which goes out once big enough. */

@@ -51,20 +51,34 @@ async function connectHost(config: ConnectionConfig, h: HostAddress, target: Tar
   else if (config.sslmode === 'prefer') attempts = ['request-or-plain', 'none']
   else attempts = ['request']
 
-  let protocol = config.maxProtocolVersion
+  const where = describeHost(h)
+  let protocol = config.maxProtocolVersion === '3.2' && config.minProtocolVersion === '3.0' && refusedNewer.has(where) ? '3.0' : config.maxProtocolVersion
   let lastErr: Error | undefined
+  // Why this host was asked again for 3.0: a refusal, or a close without a word.
+  let fellBack: 'refused' | 'closed' | null = null
   for (let i = 0; i < attempts.length; i++) {
     const tls = attempts[i]!
     try {
-      return await attempt(config, h, tls, protocol, target, events)
+      const conn = await attempt(config, h, tls, protocol, target, events)
+      if (fellBack !== null) remember(refusedNewer, where)
+      closesAnyway.delete(where)
+      return conn
     } catch (err) {
       if (!(err instanceof Error)) throw err
-      if (protocol === '3.2' && config.minProtocolVersion === '3.0' && isOldProtocolRejection(err)) {
-        // A server from before NegotiateProtocolVersion existed refuses 3.2 outright.
+      if (protocol === '3.2' && config.minProtocolVersion === '3.0' && isOldProtocolRejection(err, where)) {
+        // Servers from before NegotiateProtocolVersion existed, and many
+        // poolers and proxies (PgBouncer up to 1.19), refuse 3.2 outright
+        // instead of negotiating: ask for 3.0 once. If that works, this host
+        // is asked for 3.0 straight away from now on.
         protocol = '3.0'
+        fellBack = closedUnanswered.has(err) ? 'closed' : 'refused'
         i--
         continue
       }
+      // Closed unanswered at 3.0 too: the version was not the reason (a
+      // proxy with no server behind it, say), so later attempts at this host
+      // do not try twice, until one succeeds.
+      if (fellBack === 'closed' && closedUnanswered.has(err)) remember(closesAnyway, where)
       lastErr = err
       if (!retryWithout(tls, err)) throw err
     }
@@ -72,8 +86,33 @@ async function connectHost(config: ConnectionConfig, h: HostAddress, target: Tar
   throw lastErr ?? new ConnectionError('PG_CONNECTION_REFUSED', `could not connect to ${describeHost(h)}`)
 }
 
-function isOldProtocolRejection(err: Error): boolean {
-  return err instanceof PgError && err.code === '0A000' && /protocol/i.test(err.message)
+/** Hosts, by address, that refused a 3.2 startup without negotiating and then accepted 3.0. */
+const refusedNewer = new Set<string>()
+/** Hosts that closed a 3.0 startup unanswered right after a 3.2 one: their closes say nothing of the version. */
+const closesAnyway = new Set<string>()
+const MAX_REMEMBERED_HOSTS = 1024
+
+/** Adds to a bounded set of hosts, the oldest forgotten first. */
+function remember(hosts: Set<string>, where: string): void {
+  hosts.delete(where)
+  hosts.add(where)
+  if (hosts.size > MAX_REMEMBERED_HOSTS) hosts.delete(hosts.values().next().value!)
+}
+
+/** Startups the server closed without sending a byte (set in attempt()). */
+const closedUnanswered = new WeakSet<Error>()
+
+/**
+ * A refusal of the protocol version itself: PostgreSQL before 9.3 answers
+ * 0A000, PgBouncer answers 08P01 ("bad packet header"), and some proxies just
+ * close the connection. An unanswered close counts only without TLS: inside
+ * TLS an attacker can still cut the connection, and falling back on that would
+ * let them force the shorter 3.0 cancel key. Errors inside TLS come from the
+ * server itself.
+ */
+function isOldProtocolRejection(err: Error, where: string): boolean {
+  if (err instanceof PgError) return (err.code === '0A000' && /protocol/i.test(err.message)) || err.code === '08P01'
+  return closedUnanswered.has(err) && !closesAnyway.has(where)
 }
 
 /** libpq's fallbacks: prefer retries in plaintext after a TLS failure or a rejection over TLS; allow retries with TLS after a rejection. */
@@ -128,6 +167,7 @@ async function attempt(
     ready = true
     return conn
   } catch (err) {
+    if (conn !== undefined && conn.silent && !conn.tls && err instanceof ConnectionError && err.code === 'PG_CONNECTION_CLOSED') closedUnanswered.add(err)
     if (conn) conn.destroy(err as Error)
     else socket?.destroy()
     throw err

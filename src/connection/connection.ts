@@ -83,6 +83,8 @@ export class Connection implements MessageSink, RequestContext {
   private cancelInFlight = 0
   /** Whether anything was read since the last look (see watchCancelled). */
   private heard = false
+  /** Whether the server ever sent a byte: a server that closes a startup unanswered may not know the protocol version asked for. */
+  private received = false
   private cancelWatch: NodeJS.Timeout | null = null
   /** What the owner attached (the query layer's session for this connection). */
   attachment: unknown = null
@@ -140,6 +142,11 @@ export class Connection implements MessageSink, RequestContext {
   /** Resolves once the server is ready for queries; rejects with the reason startup failed. */
   ready(): Promise<void> {
     return this.startupDone
+  }
+
+  /** True while the server has sent nothing at all. */
+  get silent(): boolean {
+    return !this.received
   }
 
   get closed(): boolean {
@@ -308,6 +315,7 @@ export class Connection implements MessageSink, RequestContext {
   private onData(chunk: Buffer): void {
     if (this.state === State.Closed) return
     this.heard = true
+    this.received = true
     try {
       this.framer.push(chunk)
       const head = this.inflight.peek()

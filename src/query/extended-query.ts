@@ -144,7 +144,16 @@ interface Extra {
   readonly declared: number[] | null
   /** Where rows go instead of into the result: stream(), cursor(), queryRaw(). */
   readonly sink: RowSink | null
+  /** The transaction this query runs in (its token), or null. */
+  tx: object | null
+  /** Times this query was sent again after the server lost its statement. */
+  resent: number
 }
+
+/** Sent again at most this often: a server that keeps losing statements gets its error reported. */
+const MAX_RESENDS = 3
+/** ReadyForQuery's status byte outside a transaction block. */
+const IDLE = 0x49
 
 /**
  * What a query needs from the moment it is written: its connection, where it
@@ -170,6 +179,8 @@ class Exchange {
   closes = 0
   /** Parameter types from this request's own ParameterDescription (describe-first only). */
   paramTypes: number[] = noOids as number[]
+  /** The server lost or refused the named statement before anything ran: send the query again (see error()). */
+  resend = false
 
   constructor(readonly ctx: RequestContext) {}
 }
@@ -224,7 +235,7 @@ export class ExtendedQuery implements Request, Abortable {
     this.view = view
     if (rowMode === 'array') this.flags |= ARRAY_ROWS
     if (prepare) this.flags |= PREPARE
-    if (declared !== null || sink !== null) this.extra = { error: null, watch: null, declared, sink }
+    if (declared !== null || sink !== null) this.extra = { error: null, watch: null, declared, sink, tx: null, resent: 0 }
   }
 
   private get sink(): RowSink | null {
@@ -263,7 +274,12 @@ export class ExtendedQuery implements Request, Abortable {
   }
 
   private extras(): Extra {
-    return (this.extra ??= { error: null, watch: null, declared: null, sink: null })
+    return (this.extra ??= { error: null, watch: null, declared: null, sink: null, tx: null, resent: 0 })
+  }
+
+  /** Marks the query as part of the transaction `token` (see encode). */
+  inTransaction(token: object): void {
+    this.extras().tx = token
   }
 
   /** Aborted by its signal or timeout: dropped if not written yet, else cancelled on the server. */
@@ -313,10 +329,20 @@ export class ExtendedQuery implements Request, Abortable {
     const declared = this.extra?.declared ?? null
     const key = declared === null ? this.text : `${this.text}\0${declared.join(',')}`
     let stmt = cache.get(key)
+    const tx = this.extra?.tx ?? null
+    if (stmt !== undefined && tx !== null && stmt.preparedIn !== tx && this.session.pooling !== 'direct') {
+      // Until the connection is known to reach the server directly, a
+      // statement prepared before this transaction may live on another server
+      // connection of a pooler: binding it could fail with 26000, and inside a
+      // transaction that aborts everything. Prepare it again within this one.
+      cache.retire(stmt)
+      stmt = undefined
+    }
     const created = stmt === undefined
     if (stmt === undefined) {
       checkText(this.text)
       stmt = cache.create(key, this.text, declared ?? noOids)
+      stmt.preparedIn = tx
       writeParse(w, stmt.name, this.text, stmt.declaredTypes)
       writeDescribe(w, 'S', stmt.name)
     }
@@ -607,7 +633,7 @@ export class ExtendedQuery implements Request, Abortable {
         else x.step = Step.CloseReady
         return false
       case Backend.ReadyForQuery:
-        return this.ready()
+        return this.ready(buf[start]!)
       default:
         this.violation(type)
     }
@@ -786,13 +812,26 @@ export class ExtendedQuery implements Request, Abortable {
     const stmt = x.stmt
     let err = new PgError(fields, this.text)
     if (stmt !== null) {
-      if ((this.flags & PARSING) !== 0 && (step === Step.Parse || step === Step.ParamDesc || step === Step.StmtDesc)) {
+      const parsing = (this.flags & PARSING) !== 0
+      if (parsing && step === Step.Parse && fields.code === '42P05') {
+        // Our Parse met a statement of the same name on the server: not ours,
+        // since names are unique to this process. The server skips to the
+        // Sync, so nothing ran.
+        this.session.statements?.delete(stmt)
+        this.lostStatement(x)
+      } else if (parsing && (step === Step.Parse || step === Step.ParamDesc || step === Step.StmtDesc)) {
         // The statement does not exist on the server: forget it, and let later
         // executions bound to it report this error instead of "does not exist".
         stmt.parseError = err
         this.session.statements?.delete(stmt)
       } else if (fields.code === '26000' && stmt.parseError !== null) {
         err = new PgError(stmt.parseError, this.text)
+      } else if (fields.code === '26000' && (step === Step.Bind || step === Step.ParamDesc)) {
+        // Prepared by an earlier Sync, gone now: DEALLOCATE, or a pooler that
+        // gave this Sync another server connection. Bind (or Describe) failed,
+        // so the query never ran and can be sent again.
+        this.session.statements?.delete(stmt)
+        this.lostStatement(x)
       } else if (fields.code === '26000' || (fields.code === '0A000' && /cached plan/.test(fields.message))) {
         // The server lost the statement (DEALLOCATE) or its result type changed
         // under it: prepare it afresh next time.
@@ -816,27 +855,57 @@ export class ExtendedQuery implements Request, Abortable {
     }
   }
 
-  private ready(): boolean {
+  private ready(status: number): boolean {
     const x = this.x!
     if (x.step === Step.CloseReady) {
       x.closes--
       x.step = x.closes > 0 ? Step.CloseComplete : Step.Done
-      return x.step === Step.Done
+      if (x.step !== Step.Done) return false
+      if (x.resend) this.sendAgain(x)
+      return true
     }
     if (x.step !== Step.Complete && x.step !== Step.CopyInRefused) this.violation(Backend.ReadyForQuery)
     this.release(x)
-    // A raw pass-through writes out what it gathered before its caller hears the end.
-    if (this.sink !== null && this.sink.kind === SinkKind.Raw) this.sink.chunkEnd()
-    if (x.typesLookup !== null) {
-      const lookup = x.typesLookup
-      void lookup.then(() => this.settleHeld())
-    } else this.settle()
+    // Inside a transaction block the failure aborted the transaction: sending
+    // the query again would only fail with 25P02, so the error is reported.
+    if (x.resend && (status !== IDLE || this.abortError !== null || this.extras().resent >= MAX_RESENDS)) x.resend = false
+    if (!x.resend) {
+      // A raw pass-through writes out what it gathered before its caller hears the end.
+      if (this.sink !== null && this.sink.kind === SinkKind.Raw) this.sink.chunkEnd()
+      if (x.typesLookup !== null) {
+        const lookup = x.typesLookup
+        void lookup.then(() => this.settleHeld())
+      } else this.settle()
+    }
     if (x.closes > 0) {
       x.step = Step.CloseComplete
       return false
     }
     x.step = Step.Done
+    if (x.resend) this.sendAgain(x)
     return true
+  }
+
+  /**
+   * The server lost or refused the statement before anything of this query
+   * ran. Past this connection's first such failure, it stops relying on
+   * named statements (unless it is known to reach the server directly), and
+   * the query is sent again once its ReadyForQuery shows it was not inside a
+   * transaction block. A raw pass-through is not: its consumer saw the error.
+   */
+  private lostStatement(x: Exchange): void {
+    const session = this.session
+    if (session.pooling !== 'direct') session.namedStatementsLost()
+    if (this.sink === null || this.sink.kind !== SinkKind.Raw) x.resend = true
+  }
+
+  /** Starts the exchange afresh on whatever the connection now uses (the unnamed statement, after a pooler lost ours). */
+  private sendAgain(x: Exchange): void {
+    const session = x.ctx.attachment as Session
+    this.extras().resent++
+    this.x = null
+    this.flags &= ARRAY_ROWS | PREPARE
+    session.resend(this)
   }
 
   /** Decodes the rows held for a type lookup, now that the catalog knows what it could learn. */

@@ -10,9 +10,23 @@ import { StatementCache } from './statement-cache.js'
  * What queries on one connection share: its prepared statements, the type
  * catalog and default view, and the lookups of types met for the first time.
  */
+/**
+ * Whether the connection reaches the server directly or through a pooler that
+ * may hand each transaction to a different server connection. Named statements
+ * only survive between Syncs on a direct connection (or a session-mode pooler).
+ */
+export type Pooling = 'unknown' | 'direct' | 'pooled'
+
 export class Session {
-  /** null when statements are not cached (prepare: false, or a cache size of 0). */
-  readonly statements: StatementCache | null
+  /**
+   * null when statements are not cached (prepare: false, a cache size of 0),
+   * or once the server lost a named statement between two Syncs (a
+   * transaction-mode pooler): from then on every query uses the unnamed statement.
+   */
+  statements: StatementCache | null
+  pooling: Pooling = 'unknown'
+  /** A probe of `pooling` is on its way (see Client.probePooling). */
+  probing = false
   /** Type lookups in flight, by OID, so a type is looked up once however many queries meet it. */
   private readonly lookups = new Map<number, Promise<void>>()
 
@@ -25,8 +39,24 @@ export class Session {
     private readonly send: (req: Request) => void,
     /** The server's major version (for catalog queries that differ between versions). */
     private readonly serverVersion: () => number,
+    /**
+     * Sends a request again, as its owner sent it the first time (inside the
+     * same reservation, or held back behind another holder's).
+     */
+    readonly resend: (req: Request) => void,
   ) {
     this.statements = prepare && cacheSize > 0 ? new StatementCache(cacheSize) : null
+  }
+
+  /**
+   * The server did not have a statement this connection prepared (26000), or
+   * already had one of its name (42P05): a pooler moved the connection to
+   * another server connection between two Syncs. Named statements cannot be
+   * relied on here any more.
+   */
+  namedStatementsLost(): void {
+    this.statements = null
+    this.pooling = 'pooled'
   }
 
   /** Watches command tags for statements that drop every prepared statement on the server. */

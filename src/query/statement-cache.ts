@@ -16,6 +16,16 @@ export const enum StatementState {
 const noStatements: Statement[] = []
 
 /**
+ * Statement names are unique to this process, not just to one connection.
+ * Behind a transaction-mode pooler (PgBouncer, Supavisor, RDS Proxy) a server
+ * connection is shared by many clients: with names like `_p1` everywhere, one
+ * client's Bind could find another client's statement of the same name and run
+ * a different query with its parameters. The random tag keeps processes apart.
+ */
+const processTag = Math.floor(Math.random() * 36 ** 6).toString(36).padStart(6, '0')
+let statementCounter = 0
+
+/**
  * Query texts longer than this (in UTF-16 units) are not worth preparing: a
  * cached statement keeps its text alive, as the cache key, for as long as it
  * stays cached, and a text that size is rarely run twice. They run as the
@@ -52,6 +62,8 @@ export class Statement {
   users = 0
   /** Why Parse failed, reported to executions that were bound before the failure was known. */
   parseError: PgError | null = null
+  /** The transaction (its token) this statement was prepared in, if any: see ExtendedQuery.encode. */
+  preparedIn: object | null = null
   // The shape for the view used last (nearly always the client's own), and any others.
   private shapeView: TypeView | null = null
   private lastShape: Shape | null = null
@@ -105,7 +117,6 @@ export function makeShape(fields: readonly FieldDescription[], paramTypes: reado
  */
 export class StatementCache {
   private readonly map = new Map<string, Statement>()
-  private counter = 0
   /** The most recently used text: a hit on it needs no reordering (the common case of one hot query). */
   private lastKey: string | undefined
 
@@ -127,7 +138,7 @@ export class StatementCache {
 
   /** A new statement, not yet in the cache. */
   create(key: string, text: string, declaredTypes: readonly number[]): Statement {
-    return new Statement(`_p${++this.counter}`, key, text, declaredTypes)
+    return new Statement(`_p${processTag}_${++statementCounter}`, key, text, declaredTypes)
   }
 
   /** Statements evicted and not yet closed on the server. */
@@ -169,6 +180,12 @@ export class StatementCache {
     if (this.map.get(stmt.key) === stmt) this.map.delete(stmt.key)
     if (this.lastKey === stmt.key) this.lastKey = undefined
     stmt.state = StatementState.Gone
+  }
+
+  /** Forgets `stmt` and closes it on the server behind the next request; requests already written with it come before that Close. */
+  retire(stmt: Statement): void {
+    this.delete(stmt)
+    this.evicted.push(stmt)
   }
 
   /** Forgets every statement (after DISCARD ALL or DEALLOCATE ALL removed them on the server). */
