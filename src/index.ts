@@ -46,3 +46,4 @@ export type { SystemIdentity, CreateSlotOptions, CreatedSlot, ReadSlot } from '.
 export type { TransactionOptions } from './transaction.js'
 export type { Listener, NotificationHandler } from './notify.js'
 export type { ClientErrorCode, PgErrorFields, PgNotice } from './errors.js'
+export { SqlState, type SqlStateCode } from './protocol/sql-state.js'

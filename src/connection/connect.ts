@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net'
 import type { ConnectionConfig, HostAddress, TargetSessionAttrs } from '../config/types.js'
 import { ConfigError, ConnectionError, PgError } from '../errors.js'
+import { SqlState } from '../protocol/sql-state.js'
 import { Connection, type ConnectionEvents } from './connection.js'
 import { describeHost, isUnixHost, openTransport, TlsRefused, type TlsAttempt } from './transport.js'
 
@@ -111,7 +112,7 @@ const closedUnanswered = new WeakSet<Error>()
  * server itself.
  */
 function isOldProtocolRejection(err: Error, where: string): boolean {
-  if (err instanceof PgError) return (err.code === '0A000' && /protocol/i.test(err.message)) || err.code === '08P01'
+  if (err instanceof PgError) return (err.code === SqlState.FeatureNotSupported && /protocol/i.test(err.message)) || err.code === SqlState.ProtocolViolation
   return closedUnanswered.has(err) && !closesAnyway.has(where)
 }
 

@@ -12,6 +12,7 @@ import {
 } from '../protocol/backend.js'
 import { Framer, type MessageSink } from '../protocol/framer.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
+import { SqlState } from '../protocol/sql-state.js'
 import { writeTerminate } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
 import { Queue } from './queue.js'
@@ -395,7 +396,7 @@ export class Connection implements MessageSink, RequestContext {
     if (head === undefined) {
       throw new ProtocolError(`server sent an ErrorResponse while no query was waiting for a reply: ${fields.message}`)
     }
-    if (fields.code === '57014') this.noteCanceled(head)
+    if (fields.code === SqlState.QueryCanceled) this.noteCanceled(head)
     head.error(fields)
   }
 

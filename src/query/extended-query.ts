@@ -4,6 +4,7 @@ import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
 import { writeBind, writeClose, writeCopyFail, writeDescribe, writeExecute, writeExecuteSync, writeFlush, writeParse, writeSync } from '../protocol/frontend.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
+import { SqlState } from '../protocol/sql-state.js'
 import type { Writer } from '../protocol/writer.js'
 import { CodecError } from '../types/codec.js'
 import type { RowPlan } from '../types/row-plan.js'
@@ -813,7 +814,7 @@ export class ExtendedQuery implements Request, Abortable {
     let err = new PgError(fields, this.text)
     if (stmt !== null) {
       const parsing = (this.flags & PARSING) !== 0
-      if (parsing && step === Step.Parse && fields.code === '42P05') {
+      if (parsing && step === Step.Parse && fields.code === SqlState.DuplicatePreparedStatement) {
         // Our Parse met a statement of the same name on the server: not ours,
         // since names are unique to this process. The server skips to the
         // Sync, so nothing ran.
@@ -824,15 +825,15 @@ export class ExtendedQuery implements Request, Abortable {
         // executions bound to it report this error instead of "does not exist".
         stmt.parseError = err
         this.session.statements?.delete(stmt)
-      } else if (fields.code === '26000' && stmt.parseError !== null) {
+      } else if (fields.code === SqlState.InvalidSqlStatementName && stmt.parseError !== null) {
         err = new PgError(stmt.parseError, this.text)
-      } else if (fields.code === '26000' && (step === Step.Bind || step === Step.ParamDesc)) {
+      } else if (fields.code === SqlState.InvalidSqlStatementName && (step === Step.Bind || step === Step.ParamDesc)) {
         // Prepared by an earlier Sync, gone now: DEALLOCATE, or a pooler that
         // gave this Sync another server connection. Bind (or Describe) failed,
         // so the query never ran and can be sent again.
         this.session.statements?.delete(stmt)
         this.lostStatement(x)
-      } else if (fields.code === '26000' || (fields.code === '0A000' && /cached plan/.test(fields.message))) {
+      } else if (fields.code === SqlState.InvalidSqlStatementName || (fields.code === SqlState.FeatureNotSupported && /cached plan/.test(fields.message))) {
         // The server lost the statement (DEALLOCATE) or its result type changed
         // under it: prepare it afresh next time.
         this.session.statements?.delete(stmt)
