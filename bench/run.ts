@@ -44,7 +44,7 @@ interface Variant {
 interface Workload {
   name: string
   title: string
-  unit: 'row' | 'query' | 'cancel' | 'message' | 'request'
+  unit: 'row' | 'query' | 'cancel' | 'message' | 'request' | 'change'
   /** 'latency': report the median time per repetition instead of a rate. */
   show?: 'rate' | 'latency'
   size: number
@@ -126,6 +126,23 @@ const WORKLOADS: Workload[] = [
     ],
   },
   {
+    // The app workload through ORMs that take the pg module as their driver (bench/clients/app-pg-orms-*.ts):
+    // each once with pg, once with pipegres/pg.
+    name: 'app-pg-orms',
+    title: 'App through ORMs on pg and on pipegres/pg: 64 concurrent requests, each awaiting three single-row SELECTs by primary key (uuid), pool of 4',
+    unit: 'request',
+    size: 20_000,
+    quickSize: 4_000,
+    variants: [
+      v('app-pg-orms-sequelize', 'pipegres', 'Sequelize on pipegres/pg'),
+      v('app-pg-orms-sequelize', 'pg', 'Sequelize on pg'),
+      v('app-pg-orms-typeorm', 'pipegres', 'TypeORM on pipegres/pg'),
+      v('app-pg-orms-typeorm', 'pg', 'TypeORM on pg'),
+      v('app-pg-orms-knex', 'pipegres', 'Knex on pipegres/pg'),
+      v('app-pg-orms-knex', 'pg', 'Knex on pg'),
+    ],
+  },
+  {
     name: 'users-read',
     title: 'W4 Read users rows (uuid, text, text, text) as objects in one query',
     unit: 'row',
@@ -202,6 +219,33 @@ const WORKLOADS: Workload[] = [
       v('postgres', '', 'postgres readable()'),
       v('bun', '', "Bun's SQL readable()"),
       v('pipegres', 'rows', 'pipegres copyToRows() (binary)'),
+    ],
+  },
+  {
+    // bench/lib/replication.ts: subscribed first, timed from the first change received to the last.
+    name: 'replication',
+    title: 'Logical replication: one transaction inserting the rows (int4, text, int4, timestamptz), decoded from pgoutput as it streams',
+    unit: 'change',
+    size: 1_000_000,
+    quickSize: 100_000,
+    variants: [
+      v('replication-pipegres', '', 'pipegres subscribe()'),
+      v('replication-pipegres', 'binary', 'pipegres subscribe() (binary)'),
+      v('replication-postgres', '', 'postgres subscribe()'),
+      v('replication-pglr', '', 'pg-logical-replication (pgoutput)'),
+    ],
+  },
+  {
+    name: 'replication-tx',
+    title: 'Logical replication: single-row transactions committed by a DO loop while streaming',
+    unit: 'change',
+    size: 100_000,
+    quickSize: 20_000,
+    variants: [
+      v('replication-pipegres', '', 'pipegres subscribe()'),
+      v('replication-pipegres', 'binary', 'pipegres subscribe() (binary)'),
+      v('replication-postgres', '', 'postgres subscribe()'),
+      v('replication-pglr', '', 'pg-logical-replication (pgoutput)'),
     ],
   },
   {
@@ -413,7 +457,7 @@ function report(w: Workload, rows: Row[]): string {
   const baseCpu = median(base.cpuPerUnit)
   const latency = rows.some((r) => r.p50.length > 0)
   const server = !w.serverless && rows.some((r) => r.serverPerUnit.length > 0)
-  const unit = w.unit === 'query' ? 'queries' : w.unit === 'message' ? 'messages' : w.unit === 'request' ? 'requests' : 'rows'
+  const unit = w.unit === 'query' ? 'queries' : w.unit === 'message' ? 'messages' : w.unit === 'request' ? 'requests' : w.unit === 'change' ? 'changes' : 'rows'
   const head = [`client`, `${unit}/s, median (min–max)`, `vs ${base.label}`, `client CPU µs/${w.unit}`, 'CPU vs pipegres']
   // How much of one core the server used: near 100% the server, not the client, is the limit.
   if (server) head.push(`server CPU µs/${w.unit}`, 'server busy')

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events'
 import { Client as CoreClient, type Notification, type PgNotice } from '../../index.js'
 import { mapConfig, type PgClientConfig } from './config.js'
-import { pgQuery, type Session } from './query.js'
+import { pgQuery, Session } from './query.js'
 import { toPgError, toPgNotice } from './result.js'
 import { TypeOverrides, type TypeFormat } from './types.js'
 import type { TextParser } from './parsers.js'
@@ -40,7 +40,7 @@ export class Client extends EventEmitter {
     this.port = mapped.port
     this.host = mapped.host
     this.overrides = new TypeOverrides(mapped.types)
-    this.session = { types: this.overrides, names: new Map(), prepare: mapped.prepare }
+    this.session = new Session(this.overrides, mapped.prepare, true, () => this.core.transactionStatus !== 'I')
     this.core = new CoreClient({ ...mapped.options, onNotice: (n: PgNotice) => this.emit('notice', toPgNotice(n)) })
     this.core.on('notification', (n: Notification) => this.emit('notification', { ...n, name: 'notification', length: 0 }))
     this.core.on('parameter', (name, value) => this.connection.emit('parameterStatus', { parameterName: name, parameterValue: value }))

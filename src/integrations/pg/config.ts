@@ -25,7 +25,11 @@ export interface PgClientConfig {
   keepAlive?: boolean
   keepAliveInitialDelayMillis?: number
   types?: TypeParserSource
-  /** pipegres: prepare and reuse every parameterized statement (pg uses unnamed statements unless a query has a `name`). */
+  /**
+   * pipegres: true prepares and reuses every parameterized statement, false
+   * uses unnamed statements as pg does; by default, prepared outside
+   * transaction blocks (see Session in query.ts).
+   */
   prepare?: boolean
   binary?: boolean
   stream?: unknown
@@ -36,7 +40,7 @@ export interface MappedConfig {
   options: ClientOptions
   types: TypeParserSource | undefined
   /** Whether unnamed queries use pipegres's statement cache. */
-  prepare: boolean
+  prepare: boolean | 'auto'
   /** What pg exposes on a client: client.user, client.database, ... */
   user: string | undefined
   database: string | undefined
@@ -127,7 +131,7 @@ export function mapConfig(input: string | PgClientConfig | undefined, extra: Cli
   return {
     options: o,
     types: typeSource(c.types, 'the types option'),
-    prepare: c.prepare === true,
+    prepare: typeof c.prepare === 'boolean' ? c.prepare : 'auto',
     user: o.user ?? process.env.PGUSER ?? process.env.USER,
     database: o.database ?? process.env.PGDATABASE,
     port: o.port as number | undefined ?? (Number(process.env.PGPORT) || 5432),

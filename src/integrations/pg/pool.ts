@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events'
 import { Pool as CorePool, type ReservedClient, type PgNotice } from '../../index.js'
 import { mapConfig, type PgClientConfig } from './config.js'
-import { pgQuery, type Session } from './query.js'
+import { pgQuery, Session, type PrepareMode } from './query.js'
 import { toPgError, toPgNotice } from './result.js'
 import { TypeOverrides, type TypeFormat, type TypeParserSource } from './types.js'
 import type { TextParser } from './parsers.js'
@@ -33,11 +33,11 @@ export class PoolClient extends EventEmitter {
     private readonly pool: Pool,
     readonly processID: number,
     base: TypeParserSource,
-    prepare: boolean,
+    prepare: PrepareMode,
   ) {
     super()
     this.overrides = new TypeOverrides(base)
-    this.session = { types: this.overrides, names: new Map(), prepare }
+    this.session = new Session(this.overrides, prepare, true)
   }
 
   query(...args: unknown[]): any {
@@ -63,6 +63,7 @@ export class PoolClient extends EventEmitter {
     const r = this.reserved
     if (r === null) throw new Error('Release called on client which has already been released to the pool.')
     this.reserved = null
+    this.session.reset()
     void r.release()
     this.pool.released(this, err)
   }
@@ -97,7 +98,7 @@ export class Pool extends EventEmitter {
   private readonly core: CorePool
   private readonly session: Session
   private readonly types: TypeParserSource
-  private readonly prepare: boolean
+  private readonly prepare: PrepareMode
   private readonly clients = new Map<number, PoolClient>()
   private readonly connectTimeout: number
   private endPromise: Promise<void> | null = null
@@ -115,7 +116,7 @@ export class Pool extends EventEmitter {
     const mapped = mapConfig(c, { textResults: true, rowMode: 'array' })
     this.types = mapped.types ?? new TypeOverrides()
     this.prepare = mapped.prepare
-    this.session = { types: this.types, names: new Map(), prepare: mapped.prepare }
+    this.session = new Session(this.types, mapped.prepare, false)
     this.connectTimeout = typeof c.connectionTimeoutMillis === 'number' ? c.connectionTimeoutMillis : 0
     this.core = new CorePool({
       ...mapped.options,

@@ -24,12 +24,59 @@ export interface QueryConfig {
   callback?: Callback
 }
 
-/** Where a query runs and how: the parsers of the client or pool, and its named statements. */
-export interface Session {
-  readonly types: TypeParserSource
-  /** Named statements seen on this client, name to text (pg refuses a name reused for another text). */
-  readonly names: Map<string, string>
-  readonly prepare: boolean
+/** true: every parameterized statement is prepared and reused; false: unnamed statements (as pg); 'auto': see Session. */
+export type PrepareMode = boolean | 'auto'
+
+const TX_START = /(^|;)\s*(BEGIN|START\s+TRANSACTION)\b/i
+const TX_END = /^\s*(COMMIT|END|ABORT|ROLLBACK)\b(?!\s+(TO|PREPARED)\b)(?![^;]*\bAND\s+CHAIN\b)/i
+
+/**
+ * Where a query runs and how: the parsers of the client or pool, its named
+ * statements, and whether its parameterized statements are prepared.
+ *
+ * 'auto' prepares them (pipegres's statement cache: no parse and plan per
+ * execution) except inside a transaction block. A cached statement whose
+ * result columns changed under it (ALTER TABLE) fails once with 0A000, where
+ * pg's unnamed statement would not: outside a transaction the query is then
+ * run again unnamed, so the difference never shows; inside one that error
+ * would abort the transaction, so there statements stay unnamed. Whether a
+ * block is open is judged from the statements this session sent (BEGIN or
+ * START TRANSACTION, then COMMIT, ROLLBACK, END or ABORT), erring towards
+ * "open".
+ */
+export class Session {
+  /** Named statements seen on this connection, name to text (pg refuses a name reused for another text). */
+  readonly names = new Map<string, string>()
+  private inBlock = false
+
+  constructor(
+    readonly types: TypeParserSource,
+    private readonly prepare: PrepareMode,
+    /** False for a pool's shared connections, on which no transaction block is ever left open. */
+    private readonly dedicated: boolean,
+    private readonly serverSaysBlock: () => boolean = () => false,
+  ) {}
+
+  /** Notes a statement's effect on the transaction state before it is sent. */
+  sent(text: string): void {
+    if (!this.dedicated) return
+    if (TX_END.test(text)) this.inBlock = false
+    if (TX_START.test(text)) this.inBlock = true
+  }
+
+  usePrepared(): boolean {
+    if (this.prepare !== 'auto') return this.prepare
+    return !(this.inBlock || this.serverSaysBlock())
+  }
+
+  /** The connection went back to its pool, which rolled back any open block. */
+  reset(): void {
+    this.inBlock = false
+  }
+}
+
+function isStalePlan(err: unknown): boolean {
+  return (err as { code?: unknown }).code === '0A000' && /cached plan must not change result type/.test((err as Error).message)
 }
 
 /**
@@ -82,6 +129,7 @@ function run(session: Session, runner: Runner, config: QueryConfig, timeout: num
     }
     session.names.set(name, c.text)
   }
+  session.sent(c.text)
   const types = typeSource(c.types, 'the query types option') ?? session.types
   const rowMode = c.rowMode
   const extended = (c.values !== undefined && c.values.length > 0) || c.name !== undefined || c.queryMode === 'extended'
@@ -94,8 +142,16 @@ function run(session: Session, runner: Runner, config: QueryConfig, timeout: num
     })
   }
   const values = (c.values ?? []).map((v) => prepareValue(v))
-  const prepare = c.name !== undefined || session.prepare
-  return runner.query<unknown[]>(c.text, values, { rowMode: 'array', prepare, timeout }).then((r: CoreResult<unknown[]>) => toPgResult(r, types, rowMode))
+  const text = c.text
+  const convert = (r: CoreResult<unknown[]>): Result => toPgResult(r, types, rowMode)
+  if (c.name === undefined && !session.usePrepared()) return runner.query<unknown[]>(text, values, { rowMode: 'array', prepare: false, timeout }).then(convert)
+  return runner.query<unknown[]>(text, values, { rowMode: 'array', prepare: true, timeout }).then(convert, (err: unknown) => {
+    if (!isStalePlan(err)) throw err
+    // Run again unnamed; in a transaction block the first failure aborted it, and that error is the one to report.
+    return runner.query<unknown[]>(text, values, { rowMode: 'array', prepare: false, timeout }).then(convert, (again: unknown) => {
+      throw (again as { code?: unknown }).code === '25P02' ? err : again
+    })
+  })
 }
 
 /**
