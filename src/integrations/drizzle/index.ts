@@ -6,7 +6,6 @@ import { ArgumentError, type Client, type Pool, type QueryOptions, type Reserved
 import { PipegresSession, type PipegresQueryResultHKT, type SessionOptions } from './session.js'
 
 export { PipegresSession, PipegresTransaction, PipegresPreparedQuery, type PipegresQueryResultHKT } from './session.js'
-export { intervalText } from './values.js'
 
 export type PipegresDrizzleClient = Pool | Client | ReservedClient
 

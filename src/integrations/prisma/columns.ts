@@ -11,7 +11,6 @@ export const prismaTypes: TypeOptions = { int8: 'string', numeric: 'string', tim
 
 type Convert = (v: unknown) => unknown
 
-const asIs: Convert = (v) => v
 const jsonText: Convert = (v) => JSON.stringify(v)
 /** Prisma reads a time with an offset as UTC, as its other PostgreSQL adapters do: the offset is dropped. */
 const timeWithoutZone: Convert = (v) => (typeof v === 'string' ? v.replace(/[+-]\d{2}(:\d{2}){0,2}$/, '') : v)
@@ -79,7 +78,7 @@ export function columnsOf(fields: readonly Field[]): { types: ColumnType[]; conv
     const known = builtins.get(f.typeOid)
     if (known !== undefined) {
       types.push(known.type)
-      if (known.convert !== null && known.convert !== asIs) converts.push([i, known.convert])
+      if (known.convert !== null) converts.push([i, known.convert])
       return
     }
     // Enums, domains over text, extension types (citext, ...): pipegres gives
