@@ -3,12 +3,22 @@ import { ArgumentError, ConnectionError, PgError, PipegresError } from './errors
 import { ExtendedQuery } from './query/extended-query.js'
 import type { Result } from './query/result.js'
 import { makeQuery, Queryable, type QueryDefaults } from './queryable.js'
+import { retryPolicy, withRetry, type TransactionRetry } from './transaction-retry.js'
 
 export interface TransactionOptions {
   isolation?: 'serializable' | 'repeatable read' | 'read committed' | 'read uncommitted'
   readOnly?: boolean
   deferrable?: boolean
+  /**
+   * Run the whole transaction again (up to `attempts` times in all, with
+   * exponential backoff and jitter) when it fails with serialization_failure
+   * or deadlock_detected, in a statement or at COMMIT. `tx.attempt` tells the
+   * function which run it is in.
+   */
+  retry?: TransactionRetry
 }
+
+export type { TransactionRetry }
 
 /** What a transaction runs on: a client (or a pool's reserved connection) that can be held. */
 export interface TransactionHost {
@@ -34,7 +44,7 @@ const isolations = new Set(['serializable', 'repeatable read', 'read committed',
 function beginSql(o: TransactionOptions): string {
   if (typeof o !== 'object' || o === null) throw new ArgumentError('transaction options must be an object')
   for (const k of Object.keys(o)) {
-    if (k !== 'isolation' && k !== 'readOnly' && k !== 'deferrable') throw new ArgumentError(`unknown transaction option "${k}"`)
+    if (k !== 'isolation' && k !== 'readOnly' && k !== 'deferrable' && k !== 'retry') throw new ArgumentError(`unknown transaction option "${k}"`)
   }
   const modes: string[] = []
   if (o.isolation !== undefined) {
@@ -52,6 +62,8 @@ interface Shared {
   failed: Error | null
   /** Defaults for BEGIN, COMMIT, SAVEPOINT...: no timeout (see control()). */
   readonly controlDefaults: QueryDefaults
+  /** Which run of the transaction this is, from 1 (see TransactionOptions.retry). */
+  readonly attempt: number
 }
 
 /**
@@ -70,9 +82,15 @@ export class Transaction extends Queryable {
     private readonly queryDefaults: QueryDefaults,
     private readonly depth = 0,
     shared?: Shared,
+    attempt = 1,
   ) {
     super()
-    this.shared = shared ?? { failed: null, controlDefaults: { ...queryDefaults, queryTimeout: undefined } }
+    this.shared = shared ?? { failed: null, controlDefaults: { ...queryDefaults, queryTimeout: undefined }, attempt }
+  }
+
+  /** Which run of the transaction this is: 1, or more when `retry` ran it again after a conflict. */
+  get attempt(): number {
+    return this.shared.attempt
   }
 
   protected defaults(): QueryDefaults {
@@ -182,16 +200,20 @@ export class Transaction extends Queryable {
   }
 }
 
-/** BEGIN, fn, COMMIT — or ROLLBACK and rethrow. The host is held throughout. */
-export async function runTransaction<T>(
-  host: TransactionHost & { defaultsForTransaction(): QueryDefaults },
-  options: TransactionOptions,
-  fn: (tx: Transaction) => Promise<T>,
-): Promise<T> {
+type Host = TransactionHost & { defaultsForTransaction(): QueryDefaults }
+
+/** BEGIN, fn, COMMIT — or ROLLBACK and rethrow; again after a conflict if `retry` allows. The host is held throughout each run. */
+export async function runTransaction<T>(host: Host, options: TransactionOptions, fn: (tx: Transaction) => Promise<T>): Promise<T> {
   const begin = beginSql(options)
+  const policy = retryPolicy(options.retry)
+  if (policy === null) return runOnce(host, begin, fn, 1)
+  return withRetry(policy, (attempt) => runOnce(host, begin, fn, attempt), (message, cause) => new TransactionError(cause instanceof TransactionError ? cause.code : 'PG_TRANSACTION_ROLLED_BACK', message, { cause }))
+}
+
+async function runOnce<T>(host: Host, begin: string, fn: (tx: Transaction) => Promise<T>, attempt: number): Promise<T> {
   const token = {}
   await host.hold(token)
-  const tx = new Transaction(host, token, host.defaultsForTransaction())
+  const tx = new Transaction(host, token, host.defaultsForTransaction(), 0, undefined, attempt)
   try {
     const started = tx.sendBegin(begin)
     let result: T
