@@ -169,10 +169,10 @@ test('pool.connect(): exclusive connections, events, release once, callbacks', a
     const viaCallback = await new Promise<number>((resolve, reject) =>
       p.connect((err, cl, done) => {
         if (err) return reject(err)
-        cl!.query('SELECT 7 AS n', (e: Error | null, r?: Result) => {
+        cl!.query({ text: 'SELECT 7 AS n', rowMode: 'array' }, (e: Error | null, r?: Result) => {
           done!()
           if (e) reject(e)
-          else resolve((r as Result).rows[0].n)
+          else resolve(((r as Result).rows[0] as number[])[0]!)
         })
       }),
     )
