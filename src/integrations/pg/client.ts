@@ -55,7 +55,7 @@ export class Client extends EventEmitter {
     const busy = this.core.pendingQueries > 0
     this.core.destroy(err)
     // pg reports a lost connection on the query in flight, else on the client.
-    if (!busy) this.emit('error', err)
+    if (!busy) this.emit('error', toPgError(err))
     this.emit('end')
   }
 
@@ -67,9 +67,9 @@ export class Client extends EventEmitter {
     return null
   }
 
-  connect(): Promise<void>
+  connect(): Promise<this>
   connect(callback: Done): undefined
-  connect(callback?: Done): Promise<void> | undefined {
+  connect(callback?: Done): Promise<this> | undefined {
     if (this.connectPromise === null) {
       this.connectPromise = this.core.connect().then(
         () => {
@@ -105,7 +105,7 @@ export class Client extends EventEmitter {
       )
       return undefined
     }
-    return this.connectPromise
+    return this.connectPromise.then(() => this)
   }
 
   /** pg's query(text | config | Query, values?, callback?). */

@@ -68,6 +68,14 @@ export class PoolClient extends EventEmitter {
     this.pool.released(this, err)
   }
 
+  /** pg closes a checked-out client this way; here it goes back to the pool (see release). */
+  end(callback?: (err?: Error) => void): Promise<void> | undefined {
+    if (this.reserved !== null) this.release(true)
+    if (callback === undefined) return Promise.resolve()
+    process.nextTick(callback)
+    return undefined
+  }
+
   setTypeParser(oid: number, format: TypeFormat | TextParser, parser?: TextParser): void {
     this.overrides.setTypeParser(oid, format, parser)
   }

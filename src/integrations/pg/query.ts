@@ -109,8 +109,9 @@ function normalize(config: unknown, values: unknown, callback: unknown): QueryCo
   if (typeof values === 'function') c.callback = values as Callback
   else if (values !== undefined && values !== null) c.values = values as unknown[]
   if (typeof callback === 'function') c.callback = callback as Callback
-  // A named statement is run again by its name alone.
+  // A named statement is run again by its name alone; a null text is an empty query, as pg sends it.
   if (c.text === undefined && c.name !== undefined) return c
+  if (c.text === null) c.text = ''
   if (typeof c.text !== 'string') throw new TypeError(`query text must be a string, not ${c.text === null ? 'null' : typeof c.text}`)
   if (c.values !== undefined && !Array.isArray(c.values)) throw new TypeError('query values must be an array')
   return c
@@ -118,6 +119,8 @@ function normalize(config: unknown, values: unknown, callback: unknown): QueryCo
 
 function run(session: Session, runner: Runner, config: QueryConfig, timeout: number | undefined): Promise<Result | Result[]> {
   let c = config
+  /** A name this query introduces: forgotten if the query fails, so it can be prepared again. */
+  let fresh: string | undefined
   const name = c.name
   if (name !== undefined) {
     const known = session.names.get(name)
@@ -127,6 +130,7 @@ function run(session: Session, runner: Runner, config: QueryConfig, timeout: num
     } else if (known !== undefined && known !== c.text) {
       return Promise.reject(new Error(`Prepared statements must be unique - '${name}' was used for a different statement`))
     }
+    if (known === undefined) fresh = name
     session.names.set(name, c.text)
   }
   session.sent(c.text)
@@ -144,8 +148,12 @@ function run(session: Session, runner: Runner, config: QueryConfig, timeout: num
   const values = (c.values ?? []).map((v) => prepareValue(v))
   const text = c.text
   const convert = (r: CoreResult<unknown[]>): Result => toPgResult(r, types, rowMode)
-  if (c.name === undefined && !session.usePrepared()) return runner.query<unknown[]>(text, values, { rowMode: 'array', prepare: false, timeout }).then(convert)
+  // Bytes go in binary, as pg sends them, only once the parameter types are known: a prepared
+  // statement's first execution would send them as bytea text. Unnamed statements send them as they are.
+  const bytes = values.some((v) => v instanceof Buffer)
+  if ((c.name === undefined && !session.usePrepared()) || bytes) return runner.query<unknown[]>(text, values, { rowMode: 'array', prepare: false, timeout }).then(convert)
   return runner.query<unknown[]>(text, values, { rowMode: 'array', prepare: true, timeout }).then(convert, (err: unknown) => {
+    if (fresh !== undefined) session.names.delete(fresh)
     if (!isStalePlan(err)) throw err
     // Run again unnamed; in a transaction block the first failure aborted it, and that error is the one to report.
     return runner.query<unknown[]>(text, values, { rowMode: 'array', prepare: false, timeout }).then(convert, (again: unknown) => {

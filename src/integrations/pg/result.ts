@@ -1,4 +1,4 @@
-import { PgError, TimeoutError, type Field, type PgNotice, type Result as CoreResult } from '../../index.js'
+import { ConnectionError, PgError, TimeoutError, type Field, type PgNotice, type Result as CoreResult } from '../../index.js'
 import type { TextParser } from './parsers.js'
 import type { TypeParserSource } from './types.js'
 
@@ -174,6 +174,10 @@ function copyFields<T extends DatabaseError | NoticeMessage>(target: T, e: PgErr
 export function toPgError(err: unknown): unknown {
   // pg's client-side query_timeout gives this message (pipegres also cancels the query on the server).
   if (err instanceof TimeoutError) return new Error('Query read timeout', { cause: err })
+  // pg's messages for a connection ended by end() and for one lost; pipegres's error is the cause.
+  if (err instanceof ConnectionError && (err.code === 'PG_CONNECTION_ENDED' || err.code === 'PG_CONNECTION_CLOSED' || err.code === 'PG_CONNECTION_RESET')) {
+    return new Error(err.code === 'PG_CONNECTION_ENDED' ? 'Connection terminated' : 'Connection terminated unexpectedly', { cause: err })
+  }
   if (!(err instanceof PgError)) return err
   const out = copyFields(new DatabaseError(err.message), err)
   if (err.stack !== undefined) out.stack = err.stack.replace(/^PgError/, 'error')
