@@ -176,3 +176,42 @@ test('a direct connection is recognised as such: statements prepared outside a t
     await c.end()
   }
 })
+
+test('prepare: false still gets binary columns from the second execution of a text on, in one round trip each', async () => {
+  const c = await openClient({ prepare: false })
+  try {
+    const text = "SELECT $1::int AS n, now() AS at, 'x'::text AS s, 12345678901::int8 AS big"
+    const first = await c.query<{ n: number; at: Date; s: string; big: bigint }>(text, [7])
+    const second = await c.query<{ n: number; at: Date; s: string; big: bigint }>(text, [7])
+    assert.deepEqual(first.fields.map((f) => f.format), [0, 0, 0, 0], 'the first execution is bound before anything is known: text')
+    assert.ok(second.fields.some((f) => f.format === 1), `later ones ask for binary: ${JSON.stringify(second.fields.map((f) => f.format))}`)
+    assert.deepEqual({ ...second.rows[0], at: null }, { ...first.rows[0], at: null })
+    assert.ok(second.rows[0]!.at instanceof Date)
+    // Still no named statement on the server.
+    const named = (await c.simpleQuery<{ n: string }>('SELECT count(*) AS n FROM pg_prepared_statements'))[0]!.rows[0]!.n
+    assert.equal(Number(named), 0)
+  } finally {
+    await c.end()
+  }
+})
+
+test('prepare: false: a text whose columns changed since it was described is sent again and decoded by its new columns', async () => {
+  const c = await openClient({ prepare: false })
+  const t = uniqueName('reshape')
+  try {
+    await c.query(`CREATE TEMP TABLE ${t} (a int)`)
+    await c.query(`INSERT INTO ${t} VALUES (1)`)
+    const text = `SELECT * FROM ${t}`
+    await c.query(text)
+    assert.deepEqual((await c.query(text)).rows, [{ a: 1 }])
+    // One column more: the cached formats no longer fit, Bind fails, nothing ran, it is sent again.
+    await c.query(`ALTER TABLE ${t} ADD COLUMN b int8 DEFAULT 5`)
+    assert.deepEqual((await c.query(text)).rows, [{ a: 1, b: 5n }])
+    assert.deepEqual((await c.query(text)).rows, [{ a: 1, b: 5n }])
+    // Same count, another type: asked for in binary, decoded by the type the server now says.
+    await c.query(`ALTER TABLE ${t} ALTER COLUMN a TYPE text`)
+    assert.deepEqual((await c.query(text)).rows, [{ a: '1', b: 5n }])
+  } finally {
+    await c.end()
+  }
+})
