@@ -58,6 +58,12 @@ export interface StreamDriver<T> {
   open(): boolean
   /** The stream restarts after a lost connection: forget partial state. */
   reset(): void
+  /**
+   * The server ended the stream by itself, with the result set that follows
+   * (physical: the next timeline and where it starts). True: start again at
+   * once, without counting it as a failure.
+   */
+  ended?(rows: (string | null)[][]): boolean
 }
 
 const BACKOFF_BASE_MS = 100
@@ -141,6 +147,11 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     return this.acked
   }
 
+  /** Messages received and not yet handed out (at most about highWaterMark plus one socket read). */
+  get buffered(): number {
+    return this.queue.length - this.head
+  }
+
   /** The walsender's process id while connected, else 0. */
   get processId(): number {
     return this.conn?.processId ?? 0
@@ -220,6 +231,10 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
 
   private abort(reason: unknown): void {
     this.failure ??= reason instanceof Error ? reason : new AbortError('the replication stream was aborted')
+    // An abort stops at once: what was received and not handed out is dropped (and was never acknowledged).
+    this.queue.length = 0
+    this.acks.length = 0
+    this.head = 0
     void this.close()
     this.settleWaiter()
   }
@@ -281,7 +296,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     let attempt = 0
     let inUseSince = 0
     while (!this.closed) {
-      let err: Error
+      let err: Error | null
       const before = this.streams
       try {
         err = await this.stream(this.streams === 0)
@@ -289,6 +304,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
         err = e as Error
       }
       if (this.closed) break
+      if (err === null) continue
       if (this.streams > before) {
         attempt = 0
         inUseSince = 0
@@ -319,7 +335,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
   }
 
   /** One connection's life: resolves with why it ended. */
-  private async stream(first: boolean): Promise<Error> {
+  private async stream(first: boolean): Promise<Error | null> {
     this.driver.reset()
     this.dropPartial()
     const conn = await ReplicationConnection.open(this.config, this.catalog, this.driver.mode)
@@ -337,7 +353,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
       await conn.close()
       return err as Error
     }
-    return await new Promise<Error>((resolve) => {
+    return await new Promise<Error | null>((resolve) => {
       const ex = conn.startStream(command, {
         started: (exchange) => {
           this.streams++
@@ -348,11 +364,12 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
           if (this.closed) exchange.end()
         },
         data: (buf, start, end) => this.onData(buf, start, end),
-        finished: (err) => {
+        finished: (err, rows) => {
           this.exchange = null
           this.stopTimer()
           void conn.close()
-          resolve(err ?? new ConnectionError('PG_CONNECTION_CLOSED', 'the server ended the replication stream'))
+          if (err === null && !this.closed && this.driver.ended?.(rows) === true) resolve(null)
+          else resolve(err ?? new ConnectionError('PG_CONNECTION_CLOSED', 'the server ended the replication stream'))
         },
       })
       void ex

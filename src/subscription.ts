@@ -7,6 +7,7 @@ import { Lsn, lsnOf } from './replication/lsn.js'
 import { acknowledgeableEnd, type ChangeMessage } from './replication/messages.js'
 import { PgoutputDecoder } from './replication/pgoutput.js'
 import { checkSlotName, quoteLiteral, type ReplicationConnection } from './replication-connection.js'
+import { learnPublishedTypes } from './replication-types.js'
 import { ReplicationStream, type StreamDriver, type StreamOptions } from './replication-stream.js'
 import type { TypeCatalog } from './types/catalog.js'
 
@@ -145,6 +146,7 @@ class PgoutputDriver implements StreamDriver<ChangeMessage> {
         await conn.createSlot(o.slot, { plugin: 'pgoutput', twoPhase: o.twoPhase === true })
       } else checkLogicalSlot(row, o.slot, 'pgoutput')
     }
+    await learnPublishedTypes(conn, this.catalog, this.publications)
     this.decoder = new PgoutputDecoder(this.catalog.view(), { protoVersion: version, parallel: false })
     this.skipBefore = from ?? Lsn.ZERO
     const names = this.publications.map((p) => `"${p.replaceAll('"', '""')}"`).join(',')
@@ -268,6 +270,14 @@ class RawDriver implements StreamDriver<WalMessage> {
   }
 
   reset(): void {}
+
+  /** End of a timeline: the result set names the next one, which streaming follows (as a standby does). */
+  ended(rows: (string | null)[][]): boolean {
+    const next = Number(rows[0]?.[0])
+    if (this.mode !== 'physical' || !Number.isInteger(next) || next < 1) return false
+    this.timeline = next
+    return true
+  }
 }
 
 /** A logical change stream over pgoutput on its own replication connection. */

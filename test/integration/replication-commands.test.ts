@@ -265,6 +265,23 @@ describe('failures, each named', () => {
     }
   })
 
+  test('an AbortSignal stops a subscription: the iteration ends with the abort reason', async () => {
+    const f = await fixture(db, 'id int PRIMARY KEY')
+    const ac = new AbortController()
+    const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication], signal: ac.signal })
+    try {
+      await db.query(`INSERT INTO ${f.table} VALUES (1)`)
+      assert.equal((await reader.next()).type, 'begin')
+      const reason = new Error('enough')
+      ac.abort(reason)
+      const err = await rejection(reader.next())
+      assert.equal(err, reason)
+    } finally {
+      await sub.close()
+      await f.drop()
+    }
+  })
+
   test('bad options are refused at once', () => {
     assert.throws(() => db.subscribe({ slot: 'Bad Name', publications: ['p'] }), ArgumentError)
     assert.throws(() => db.subscribe({ slot: 'ok', publications: [] }), ArgumentError)

@@ -89,7 +89,12 @@ test('a consumer slower than wal_sender_timeout keeps its connection, with readi
     assert.equal(first.type, 'begin')
     // Longer than the timeout, with the socket backed up behind a paused reader.
     await sleep(5000)
-    const got: ChangeMessage[] = await reader.until((m) => m.type === 'commit', 20_000)
+    // Memory stays bounded: reading paused at the high-water mark, past it only what one socket read brought.
+    assert.ok(sub.buffered < 10 + 1000, `${sub.buffered} messages buffered`)
+    let most = 0
+    const watch = setInterval(() => (most = Math.max(most, sub.buffered)), 1)
+    const got: ChangeMessage[] = await reader.until((m) => m.type === 'commit', 20_000).finally(() => clearInterval(watch))
+    assert.ok(most < 10 + 1000, `at most ${most} messages buffered`)
     assert.equal(got.filter((m) => m.type === 'insert').length, 20000)
     assert.equal(reconnects, 0, 'the server never timed the connection out')
     assert.equal(sub.processId, pid)
