@@ -197,7 +197,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     return new Promise((resolve, reject) => (this.waiter = { resolve, reject }))
   }
 
-  /** Stops streaming and closes the connection; the iteration ends. Acknowledges what was handled first. */
+  /** Leaving a for-await loop: stops streaming as close() does, without acknowledging the message handed out last. */
   async return(): Promise<IteratorResult<T>> {
     this.pendingAck = null
     await this.close()
