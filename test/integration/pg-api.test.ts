@@ -212,3 +212,11 @@ test('defaults.parseInt8 and escaping as pg does them', async () => {
   }
   assert.deepEqual((await pool.query('SELECT 5::int8 AS n')).rows, [{ n: '5' }])
 })
+
+test('Buffer parameters: the same bytes on every execution of a statement', async () => {
+  const bytes = Buffer.from([0, 1, 0x5c, 0xff])
+  for (let i = 0; i < 3; i++) {
+    const r = await pool.query('SELECT $1::bytea AS b, length($1::bytea) AS n', [bytes])
+    assert.deepEqual(r.rows[0], { b: bytes, n: 4 })
+  }
+})

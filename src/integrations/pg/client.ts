@@ -139,7 +139,14 @@ export class Client extends EventEmitter {
     if (this.ended === null) {
       this._ending = true
       this._queryable = false
-      const closing = this.dead !== null ? Promise.resolve() : this.core.end()
+      let closing: Promise<void>
+      if (this.dead !== null) closing = Promise.resolve()
+      else if (this.core.pendingQueries > 0) {
+        // pg's end() closes the connection under the queries in flight, which fail; pipegres's would let them finish.
+        this.core.destroy(new Error('Connection terminated'))
+        // 'end' follows the failed queries' callbacks, as in pg.
+        closing = new Promise((resolve) => setImmediate(resolve))
+      } else closing = this.core.end()
       this.ended = closing.then(() => {
         if (this.dead === null) this.emit('end')
       })

@@ -151,7 +151,12 @@ function applySsl(o: ClientOptions, ssl: PgClientConfig['ssl'], hasSslMode: bool
     o.sslrootcert = 'system'
     return
   }
-  if (typeof ssl !== 'object' || ssl === null) throw new TypeError('ssl must be true, false or an object of node:tls options')
+  // pg takes any other truthy value (ssl: 'require', say) as true.
+  if (typeof ssl !== 'object' || ssl === null) {
+    o.sslmode = 'verify-full'
+    o.sslrootcert = 'system'
+    return
+  }
   const { rejectUnauthorized, sslmode, ...tls } = ssl as { rejectUnauthorized?: boolean; sslmode?: string }
   if (sslmode !== undefined && !sslModes.has(sslmode)) throw new TypeError(`ssl.sslmode ${JSON.stringify(sslmode)} is not a known sslmode`)
   const mode: SslMode = rejectUnauthorized === false ? 'require' : 'verify-full'

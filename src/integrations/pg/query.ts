@@ -75,6 +75,16 @@ export class Session {
   }
 }
 
+/**
+ * pg's text form of a value, with bytes as bytea text: pipegres would send a
+ * Buffer as bytea text on a statement's first execution and as raw bytes once
+ * the parameter's type is known, which differ for a non-bytea parameter.
+ */
+function toParam(v: unknown): string | null {
+  const p = prepareValue(v)
+  return Buffer.isBuffer(p) ? '\\x' + p.toString('hex') : p
+}
+
 function isStalePlan(err: unknown): boolean {
   return (err as { code?: unknown }).code === '0A000' && /cached plan must not change result type/.test((err as Error).message)
 }
@@ -145,13 +155,10 @@ function run(session: Session, runner: Runner, config: QueryConfig, timeout: num
       return out.length === 1 ? out[0]! : out
     })
   }
-  const values = (c.values ?? []).map((v) => prepareValue(v))
+  const values = (c.values ?? []).map(toParam)
   const text = c.text
   const convert = (r: CoreResult<unknown[]>): Result => toPgResult(r, types, rowMode)
-  // Bytes go in binary, as pg sends them, only once the parameter types are known: a prepared
-  // statement's first execution would send them as bytea text. Unnamed statements send them as they are.
-  const bytes = values.some((v) => v instanceof Buffer)
-  if ((c.name === undefined && !session.usePrepared()) || bytes) return runner.query<unknown[]>(text, values, { rowMode: 'array', prepare: false, timeout }).then(convert)
+  if (c.name === undefined && !session.usePrepared()) return runner.query<unknown[]>(text, values, { rowMode: 'array', prepare: false, timeout }).then(convert)
   return runner.query<unknown[]>(text, values, { rowMode: 'array', prepare: true, timeout }).then(convert, (err: unknown) => {
     if (fresh !== undefined) session.names.delete(fresh)
     if (!isStalePlan(err)) throw err
@@ -212,7 +219,13 @@ export function pgQuery(session: Session, runner: Runner | Promise<Runner>, args
 
 function runQueryObject(session: Session, runner: Runner | Promise<Runner>, q: Query, timeout: number | undefined, settled?: () => void): void {
   const config: QueryConfig = { text: q.text, values: q.values, name: q.name, rowMode: q.rowMode, types: q.types }
-  const started = Promise.resolve(runner).then((r) => run(session, r, config, timeout))
+  // Issued now, not a tick later: queries issued after this one must not overtake it.
+  let started: Promise<Result | Result[]>
+  try {
+    started = runner instanceof Promise ? runner.then((r) => run(session, r, config, timeout)) : run(session, runner, config, timeout)
+  } catch (err) {
+    started = Promise.reject(err as Error)
+  }
   if (settled !== undefined) started.then(settled, settled)
   started.then(
     (res) => {
