@@ -83,6 +83,7 @@ const WORKLOADS: Workload[] = [
     quickSize: 20_000,
     variants: [
       v('pipegres'),
+      v('pipegres', 'traced', 'pipegres, with a pipegres:query subscriber'),
       v('pg', 'pipeline', 'pg (pipeline: true)'),
       v('pg'),
       NATIVE,

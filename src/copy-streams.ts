@@ -1,6 +1,6 @@
 import { Readable, Writable } from 'node:stream'
 import type { RequestContext } from './connection/request.js'
-import { AbortError } from './errors.js'
+import { AbortError, rejectionAtCaller } from './errors.js'
 import type { CopyResponse, FieldDescription } from './protocol/backend.js'
 import type { Writer } from './protocol/writer.js'
 import type { CopyIn, CopyOut, CopyOutSink } from './query/copy.js'
@@ -49,14 +49,18 @@ export class CopyInStream extends Writable {
   constructor(private readonly req: CopyIn) {
     super({ highWaterMark: HIGH_WATER_MARK, decodeStrings: true })
     this.on('error', noop)
-    this.result = req.promise.then((r) => {
-      this.rowCount = r.rowCount
-      return { command: r.command, rowCount: r.rowCount }
-    })
-    this.result.catch((err: Error) => {
-      // Still being written to: stop the writer at once.
-      if (!this.destroyed && !this.writableFinished) this.destroy(err)
-    })
+    this.result = req.promise.then(
+      (r) => {
+        this.rowCount = r.rowCount
+        return { command: r.command, rowCount: r.rowCount }
+      },
+      (err: Error) => {
+        // Still being written to: stop the writer at once.
+        if (!this.destroyed && !this.writableFinished) this.destroy(err)
+        // Handled only once the caller's frames are captured: see rejectionAtCaller.
+        return rejectionAtCaller(err, () => this.result.catch(noop))
+      },
+    )
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
@@ -99,16 +103,15 @@ export class CopyOutStream extends Readable implements CopyOutSink {
   private paused = false
   private parts: Uint8Array[] = []
   private size = 0
-  private readonly settle: { resolve: (r: CopyResult) => void; reject: (e: Error) => void }
+  private readonly settle: { resolve: (r: CopyResult | PromiseLike<never>) => void }
 
   /** @internal */
   constructor() {
     super({ highWaterMark: HIGH_WATER_MARK })
     this.on('error', noop)
     let settle!: typeof this.settle
-    this.result = new Promise<CopyResult>((resolve, reject) => (settle = { resolve, reject }))
+    this.result = new Promise<CopyResult>((resolve) => (settle = { resolve }))
     this.settle = settle
-    this.result.catch(noop)
   }
 
   /** @internal */
@@ -121,7 +124,8 @@ export class CopyOutStream extends Readable implements CopyOutSink {
         this.push(null)
       },
       (err: Error) => {
-        this.settle.reject(err)
+        // Handled only once the caller's frames are captured: see rejectionAtCaller.
+        this.settle.resolve(rejectionAtCaller(err, () => this.result.catch(noop)))
         this.destroy(err)
       },
     )

@@ -17,6 +17,7 @@ export type ClientErrorCode =
   | 'PG_ABORTED'
   | 'PG_QUERY_TIMEOUT'
   | 'PG_TRANSACTION_ROLLED_BACK'
+  | 'PG_REPLICATION'
 
 /** Base class of every error raised by pipegres itself. */
 export class PipegresError extends Error {
@@ -177,3 +178,158 @@ export class PgError extends Error implements PgErrorFields {
 
 /** A NoticeResponse: the same fields as an error, delivered without failing anything. */
 export type PgNotice = PgErrorFields
+
+// --- errors that show the caller ------------------------------------------------
+//
+// A query's error is created where the reply arrives: in a socket callback,
+// with no trace of the application code that awaits it. V8 (and so Node and
+// Deno) appends `at async fn` frames to a stack only when it is captured in a
+// microtask that continues a promise chain leading to those awaiting functions.
+// So the rejection is routed through one such microtask, where the caller's
+// frames are captured and appended to the error's own frames. Only failures
+// pay for it: a query that succeeds is resolved as before.
+
+/** On an error pipegres gave a caller's frames: its stack as created (where pipegres met the failure). */
+const kOrigin = Symbol('pipegres.origin')
+/** On such an error: the copies made of it for further callers. */
+const kCopies = Symbol('pipegres.copies')
+/** On an error being delivered to callers: how many (see rejectionAtCaller). */
+const kDeliveries = Symbol('pipegres.deliveries')
+
+/**
+ * Callers of one shared error (a lost connection fails every query in flight
+ * with it) that get a copy with their own frames. The rest get the error
+ * itself, as it is: a connection lost under a million queued queries must not
+ * cost a million stack captures.
+ */
+const MAX_COPIES = 100
+
+/**
+ * Failures given their caller's frames per turn of the event loop: a capture
+ * costs microseconds, and 20,000 queries timing out (or aborted by one
+ * signal) together must not stall the loop for seconds. Failures past it are
+ * delivered with the frames of their origin only.
+ */
+const PER_TURN = 100
+let spent = 0
+
+function afford(): boolean {
+  if (spent === 0) setTimeout(() => (spent = 0), 0)
+  return ++spent <= PER_TURN
+}
+
+type Restacked = Error & { [kOrigin]?: string; [kCopies]?: number; [kDeliveries]?: number }
+
+function ours(err: unknown): err is Restacked {
+  return err instanceof PipegresError || err instanceof PgError || (err instanceof Error && err.name === 'CodecError')
+}
+
+function hide(target: object, key: PropertyKey, value: unknown): void {
+  Object.defineProperty(target, key, { value, configurable: true, writable: true, enumerable: false })
+}
+
+/** The frame lines of a stack, without its message. */
+function framesOf(stack: string): string {
+  const at = stack.indexOf('\n    at ')
+  return at < 0 ? '' : stack.slice(at)
+}
+
+/** A copy of `err` (same class and fields) for one more caller of an error that many requests share. */
+function copyOf(err: Error): Restacked {
+  const copy = Object.create(Object.getPrototypeOf(err) as object) as Restacked
+  for (const key of Reflect.ownKeys(err)) {
+    if (key !== 'stack' && key !== kCopies && key !== kDeliveries) Object.defineProperty(copy, key, Object.getOwnPropertyDescriptor(err, key)!)
+  }
+  return copy
+}
+
+/**
+ * Gives one of pipegres's errors the frames of the code awaiting it, after
+ * its own: call it inside an async continuation (after an `await`, or in a
+ * promise reaction) that leads to the caller. `below` is dropped from the
+ * captured frames, with everything it called. Errors of the application's
+ * own (a row source that threw) are returned untouched. The first caller
+ * gets the error itself; later callers of the same error get copies.
+ */
+export function withCaller<E>(err: E, below: Function = withCaller): E {
+  return ours(err) && afford() ? restack(err, below) : err
+}
+
+function restack<E>(err: E & Restacked, below: Function): E {
+  if (typeof Error.captureStackTrace !== 'function') return err
+  let target: Restacked = err
+  let origin = err[kOrigin]
+  if (origin === undefined) {
+    origin = err.stack ?? `${err.name}: ${err.message}`
+    hide(err, kOrigin, origin)
+  } else {
+    const copies = (err[kCopies] ?? 0) + 1
+    if (copies === 1) hide(err, kCopies, copies)
+    else err[kCopies] = copies
+    if (copies > MAX_COPIES) return err
+    target = copyOf(err)
+  }
+  const site: { stack?: string } = {}
+  Error.captureStackTrace(site, below)
+  // Text at once: an accessor that formats on first read costs more, on an error object, than formatting.
+  target.stack = origin + framesOf(site.stack ?? '')
+  return target as E
+}
+
+/**
+ * A thenable that rejects with `err`: resolving a promise with it rejects the
+ * promise, with one job and no promise of its own (nor the bookkeeping of a
+ * rejected promise that has no handler yet).
+ */
+function rejection(err: Error): PromiseLike<never> {
+  return {
+    then<A, B>(_ok?: unknown, fail?: ((reason: unknown) => B | PromiseLike<B>) | null): PromiseLike<A | B> {
+      fail!(err)
+      return undefined as unknown as PromiseLike<A | B>
+    },
+  }
+}
+
+function rethrowWithCaller(err: unknown): never {
+  throw ours(err) ? restack(err, rethrowWithCaller) : err
+}
+
+/**
+ * A promise that rejects with `err` as seen from the caller: resolve the
+ * promise the application awaits with it (instead of rejecting that promise
+ * directly). Its rejection passes through one microtask that runs once the
+ * awaited promise is chained to it, so the caller's async frames are there
+ * to capture. Resolve with it in the same synchronous run that creates it.
+ *
+ * V8 follows a chain of promises only while each has a single reaction, so
+ * the awaited promise may have no handler of pipegres's own: `captured` runs
+ * right after the capture, where one can be added (so that a rejection nobody
+ * awaits is not reported as unhandled).
+ */
+export function rejectionAtCaller(err: Error, captured?: () => void): PromiseLike<never> {
+  if (!ours(err) || !afford()) {
+    captured?.()
+    return rejection(err)
+  }
+  const n = (err[kDeliveries] ?? 0) + 1
+  if (n === 1) hide(err, kDeliveries, n)
+  else err[kDeliveries] = n
+  if (n > MAX_COPIES + 1) {
+    captured?.()
+    return rejection(err)
+  }
+  let fail!: (e: Error) => void
+  const source = new Promise<never>((_, reject) => (fail = reject))
+  const onFail =
+    captured === undefined
+      ? rethrowWithCaller
+      : (e: unknown): never => {
+          const out = ours(e) ? restack(e, onFail) : e
+          captured()
+          throw out
+        }
+  const atCaller = source.then(undefined, onFail)
+  // Later than the job that chains the awaited promise to `atCaller`.
+  queueMicrotask(() => fail(err))
+  return atCaller
+}

@@ -45,5 +45,6 @@ export { ReplicationConnection, connectReplication } from './replication-connect
 export type { SystemIdentity, CreateSlotOptions, CreatedSlot, ReadSlot } from './replication-connection.js'
 export type { TransactionOptions } from './transaction.js'
 export type { Listener, NotificationHandler } from './notify.js'
+export type { QueryTrace, ConnectTrace, AcquireTrace, TracingOptions } from './tracing.js'
 export type { ClientErrorCode, PgErrorFields, PgNotice } from './errors.js'
 export { SqlState, type SqlStateCode } from './protocol/sql-state.js'

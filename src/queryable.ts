@@ -1,7 +1,8 @@
 import type { Request } from './connection/request.js'
 import { CopyInStream, CopyOutStream, type CopyResult } from './copy-streams.js'
-import { CopyRowError, checkTableName, copyFromStatement, copyQueryBody, copyToStatement, createCopyDecoder, createCopyEncoder, quoteIdentifier, resolveCopyOptions, type CopyEncoder, type CopyFormatOptions, type CopyRow } from './copy/format.js'
-import { ArgumentError } from './errors.js'
+import { checkColumns, checkKeys, checkSignal, checkText, checkTimeout, copyOptions, MESSAGE_BYTES, positiveInt, rowSource } from './call-args.js'
+import { checkTableName, copyFromStatement, copyQueryBody, copyToStatement, createCopyDecoder, createCopyEncoder, quoteIdentifier, resolveCopyOptions, type CopyEncoder, type CopyFormatOptions, type CopyRow } from './copy/format.js'
+import { ArgumentError, rejectionAtCaller, withCaller } from './errors.js'
 import type { Writer } from './protocol/writer.js'
 import { CopyIn, CopyOut } from './query/copy.js'
 import { CopyRowsSink } from './query/copy-rows.js'
@@ -16,6 +17,7 @@ import { binaryDecodable } from './wire/formats.js'
 import { SimpleQuery } from './query/simple-query.js'
 import { buildQuery } from './query/sql-template.js'
 import { declaredTypes } from './query/typed.js'
+import { active, queryChannel, sendTraced, traceQuery, type QueryTrace, type TraceBase } from './tracing.js'
 import type { TypeCatalog } from './types/catalog.js'
 import type { TypeOptions } from './types/codec.js'
 import type { TypeView } from './types/view.js'
@@ -112,6 +114,8 @@ export interface QueryDefaults {
   readonly queryTimeout: number | undefined
   readonly catalog: TypeCatalog
   readonly view: TypeView
+  /** What traces of this queryable's queries say of the connection (see tracing.ts). */
+  readonly trace?: TraceBase
 }
 
 const typeOptionChoices: Record<keyof TypeOptions, readonly string[]> = {
@@ -137,78 +141,7 @@ export function checkRowMode(rowMode: unknown): RowMode {
   return rowMode
 }
 
-function checkTimeout(t: unknown): number | undefined {
-  if (t === undefined) return undefined
-  if (typeof t !== 'number' || !(t > 0) || t > 2147483647) throw new ArgumentError(`timeout must be a positive number of milliseconds, not ${JSON.stringify(t)}`)
-  return t
-}
-
-function checkSignal(s: unknown): AbortSignal | undefined {
-  if (s === undefined) return undefined
-  if (!(s instanceof AbortSignal)) throw new ArgumentError('signal must be an AbortSignal')
-  return s
-}
-
-function positiveInt(v: unknown, name: string, dflt: number): number {
-  if (v === undefined) return dflt
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 2147483647) throw new ArgumentError(`${name} must be a positive integer, not ${JSON.stringify(v)}`)
-  return v
-}
-
 const noop = (): void => {}
-
-/** Rows per CopyData message are chosen to make messages of about this size. */
-const MESSAGE_BYTES = 64 * 1024
-
-function checkText(text: unknown, what: string): string {
-  if (typeof text !== 'string') throw new ArgumentError(`${what} must be a string, not ${text === null ? 'null' : typeof text}`)
-  if (text.includes('\0')) throw new ArgumentError(`${what} cannot contain a NUL character`)
-  return text
-}
-
-function copyOptions(o: CopyOptions | undefined): { signal: AbortSignal | undefined; timeout: number | undefined } {
-  if (o === undefined) return { signal: undefined, timeout: undefined }
-  if (typeof o !== 'object' || o === null) throw new ArgumentError('COPY options must be an object')
-  return { signal: checkSignal(o.signal), timeout: checkTimeout(o.timeout) }
-}
-
-function checkColumns(columns: unknown): void {
-  if (!Array.isArray(columns) || columns.length === 0) throw new ArgumentError('columns must be a non-empty array of column names')
-  for (const c of columns) quoteIdentifier(c as string)
-  if (new Set(columns).size !== columns.length) throw new ArgumentError('columns must not name a column twice')
-}
-
-function checkKeys(row: CopyRow, columns: ReadonlySet<string>, rowNumber: number): void {
-  if (Array.isArray(row) || row === null || typeof row !== 'object') return
-  for (const key in row) {
-    if (!columns.has(key) && Object.hasOwn(row, key)) {
-      throw new CopyRowError(rowNumber, key, `COPY row ${rowNumber} has a property ${JSON.stringify(key)} that the first row, whose keys are the columns, does not have; pass options.columns to name the columns`)
-    }
-  }
-}
-
-type RowIterator = {
-  next(): IteratorResult<CopyRow> | Promise<IteratorResult<CopyRow>>
-  return(): Promise<void>
-}
-
-/** One way to pull rows from an array, an iterable or an async iterable; sync sources are not awaited row by row. */
-function rowSource(rows: unknown): RowIterator {
-  if (rows !== null && typeof rows === 'object') {
-    const r = rows as Partial<Iterable<CopyRow> & AsyncIterable<CopyRow>>
-    const sync = r[Symbol.iterator]
-    if (typeof sync === 'function') {
-      const it = sync.call(rows)
-      return { next: () => it.next(), return: async () => void it.return?.() }
-    }
-    const async = r[Symbol.asyncIterator]
-    if (typeof async === 'function') {
-      const it = async.call(rows)
-      return { next: () => it.next(), return: async () => void (await it.return?.()) }
-    }
-  }
-  throw new ArgumentError('copyFromRows() takes rows as an array, an iterable or an async iterable')
-}
 
 /** Builds the request for query(); throws ArgumentError for bad arguments. */
 export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, options: QueryOptions | undefined, sink: RowSink | null = null): ExtendedQuery {
@@ -262,6 +195,22 @@ export abstract class Queryable {
     this.dispatch(req)
   }
 
+  /** Sends a request whose promise the caller awaits, traced when anybody listens: returns that promise. */
+  private traced<T>(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request, promise: Promise<T>): Promise<T> {
+    const base = this.defaults().trace
+    const send = (): void => {
+      if (!req.dropped) this.dispatch(req)
+    }
+    if (base !== undefined && active(queryChannel)) return traceQuery(base, kind, text, values, promise, send)
+    send()
+    return promise
+  }
+
+  /** Sends a request that keeps its connection (a stream, cursor or COPY), traced aside when anybody listens. */
+  private aside(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request & { readonly promise: Promise<unknown> }): void {
+    sendTraced(this.defaults().trace, kind, text, values, req.promise, () => this.dispatchExclusive(req))
+  }
+
   /**
    * Runs a query written as a tagged template; every interpolated value is sent
    * as a parameter. `const { rows } = await db.sql\`SELECT * FROM users WHERE id = ${id}\``
@@ -288,6 +237,7 @@ export abstract class Queryable {
     } catch (err) {
       return Promise.reject(err as Error)
     }
+    if (active(queryChannel)) return this.traced('query', text, values, req, req.promise as Promise<Result<R>>)
     if (!req.dropped) this.dispatch(req)
     return req.promise as Promise<Result<R>>
   }
@@ -308,7 +258,7 @@ export abstract class Queryable {
       return s
     }
     try {
-      s.bind(makeQuery(this.defaults(), text, values, options, s), (req) => this.dispatchExclusive(req as ExtendedQuery), null)
+      s.bind(makeQuery(this.defaults(), text, values, options, s), (req) => this.aside('stream', text, values, req as ExtendedQuery), null)
     } catch (err) {
       s.bind(null, noop, err as Error)
     }
@@ -331,7 +281,7 @@ export abstract class Queryable {
       return c
     }
     try {
-      c.bind(makeQuery(this.defaults(), text, values, options, c), (req) => this.dispatchExclusive(req), null)
+      c.bind(makeQuery(this.defaults(), text, values, options, c), (req) => this.aside('cursor', text, values, req), null)
     } catch (err) {
       c.bind(null, noop, err as Error)
     }
@@ -363,8 +313,8 @@ export abstract class Queryable {
       return Promise.reject(err as Error)
     }
     sink.attach(req)
-    if (!req.dropped) this.dispatch(req)
-    return req.promise.then((r) => ({ command: r.command, rowCount: r.rowCount, bytes: sink.bytes }))
+    // The sink also waits on req.promise, which would hide the caller: see rejectionAtCaller.
+    return this.traced('raw', text, values, req, req.promise).then((r) => ({ command: r.command, rowCount: r.rowCount, bytes: sink.bytes }), rejectionAtCaller)
   }
 
   /**
@@ -388,7 +338,7 @@ export abstract class Queryable {
       req.abort(err as Error)
     }
     const stream = new CopyInStream(req)
-    if (!req.dropped) this.dispatchExclusive(req)
+    if (!req.dropped) this.aside('copy', req.text, undefined, req)
     return stream
   }
 
@@ -426,7 +376,7 @@ export abstract class Queryable {
     }
     const req = new CopyIn(copyFromStatement(table, columns, options))
     req.watch(signal, timeout)
-    this.dispatchExclusive(req)
+    this.aside('copy', req.text, undefined, req)
     const send = (fill: (w: Writer) => void): Promise<void> =>
       new Promise((resolve, reject) => req.writeWith(fill, (err) => (err ? reject(err) : resolve())))
     // Columns taken from the first row's keys: a later row with another key would lose that value.
@@ -463,12 +413,13 @@ export abstract class Queryable {
       if (!req.finished) req.abort(err as Error)
       await source.return()
       return req.promise.then(() => {
-        throw err
+        throw withCaller(err)
       })
     }
     if (req.finished) await source.return()
     await new Promise<void>((resolve) => req.end(() => resolve()))
-    const r = await req.promise
+    // CopyIn also waits on its own promise, which would hide the caller: see rejectionAtCaller.
+    const r = await req.promise.then(undefined, rejectionAtCaller)
     return { command: r.command, rowCount: r.rowCount }
   }
 
@@ -509,7 +460,7 @@ export abstract class Queryable {
       req.abort(err as Error)
     }
     stream.attach(req)
-    if (!req.dropped) this.dispatchExclusive(req)
+    if (!req.dropped) this.aside('copy', req.text, undefined, req)
     return stream
   }
 
@@ -549,7 +500,7 @@ export abstract class Queryable {
           sink.prepare(described.fields, createCopyDecoder(columns, view, { ...options, rowMode }))
         })().then(
           () => {
-            if (!req.finished) this.dispatchExclusive(req)
+            if (!req.finished) this.aside('copy', req.text, undefined, req)
           },
           (err: Error) => req.fail(err, false),
         )
@@ -572,7 +523,6 @@ export abstract class Queryable {
     } catch (err) {
       return Promise.reject(err as Error)
     }
-    if (!req.dropped) this.dispatch(req)
-    return req.promise as Promise<Result<R>[]>
+    return this.traced('simple', text, undefined, req, req.promise as Promise<Result<R>[]>)
   }
 }

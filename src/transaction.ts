@@ -1,9 +1,10 @@
 import type { Request } from './connection/request.js'
-import { ArgumentError, ConnectionError, PgError, PipegresError } from './errors.js'
+import { ArgumentError, ConnectionError, PgError, PipegresError, withCaller } from './errors.js'
 import { ExtendedQuery } from './query/extended-query.js'
 import type { Result } from './query/result.js'
 import { makeQuery, Queryable, type QueryDefaults } from './queryable.js'
 import { retryPolicy, withRetry, type TransactionRetry } from './transaction-retry.js'
+import { sendTraced } from './tracing.js'
 
 export interface TransactionOptions {
   isolation?: 'serializable' | 'repeatable read' | 'read committed' | 'read uncommitted'
@@ -136,7 +137,7 @@ export class Transaction extends Queryable {
    */
   control(sql: string): ExtendedQuery {
     const req = makeQuery(this.shared.controlDefaults, sql, undefined, { prepare: false })
-    this.send(req)
+    sendTraced(this.queryDefaults.trace, 'query', sql, undefined, req.promise, () => this.send(req))
     return req
   }
 
@@ -226,7 +227,12 @@ async function runOnce<T>(host: Host, begin: string, fn: (tx: Transaction) => Pr
       throw err
     }
     tx.close()
-    await started
+    try {
+      await started
+    } catch (err) {
+      // Also awaited by sendBegin()'s handler, which hides the caller from BEGIN's own error.
+      throw withCaller(err)
+    }
     const commit = tx.control('COMMIT')
     let done: Result<unknown>
     try {

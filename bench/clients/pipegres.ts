@@ -1,3 +1,4 @@
+import dc from 'node:diagnostics_channel'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { connect, createPool } from '../../src/index.js'
@@ -30,6 +31,26 @@ import {
 // stream: variant 'stream' or 'cursor'; copy-from-rows: 'binary' or 'text', the
 // format copyFromRows() sends; copy-to: '' (copyTo(), raw bytes) or 'rows'
 // (copyToRows(), decoded rows).
+// pipelined: variant 'traced' runs with a subscriber on pipegres:query that
+// times every query, as a tracer would (the cost of tracing when it is on).
+
+/** A subscriber doing what a tracer's least does: note the start, and the duration and outcome at the end. */
+function subscribeTimer(): void {
+  const starts = new WeakMap<object, number>()
+  let total = 0
+  let failed = 0
+  dc.tracingChannel('pipegres:query').subscribe({
+    start: (ctx) => void starts.set(ctx, performance.now()),
+    end: () => {},
+    asyncStart: () => {},
+    asyncEnd: (ctx) => {
+      total += performance.now() - (starts.get(ctx) ?? 0)
+      if ((ctx as { error?: unknown }).error !== undefined) failed++
+    },
+    error: () => {},
+  })
+  process.on('exit', () => void (total + failed))
+}
 
 interface User {
   id: string
@@ -53,6 +74,7 @@ await childMain(async (task: Task) => {
       await pool.end()
     }
   }
+  if (task.variant === 'traced') subscribeTimer()
   const db = await connect({ ...task.target, sslmode: 'disable', prepare: task.variant !== 'text' })
   const firstCheck = async (text: string): Promise<string | undefined> => (await db.query<{ check: string }>(text)).rows[0]?.check
   try {

@@ -7,17 +7,41 @@ export interface EnvSetting {
   name: string
 }
 
+/** The PG* settings of an environment, by keyword. */
+export interface EnvSettings {
+  get(keyword: Keyword): EnvSetting | undefined
+}
+
+const variableOf = new Map<Keyword, string>(ENV_VARS.map(([name, keyword]) => [keyword, name]))
+
 /**
- * The PG* variables that are set, by keyword. An empty variable counts as
- * unset, as in libpq. Variables for features pipegres lacks (PGSERVICE,
- * PGREQUIREPEER, PGKRBSRVNAME, ...) are ignored rather than rejected: the
- * environment is shared with psql and other tools.
+ * Reads one variable. One that cannot be read counts as unset: Deno throws
+ * for a variable it was not given permission to read, and a connection whose
+ * options say everything must not need that permission.
  */
-export function settingsFromEnv(env: Record<string, string | undefined>): Map<Keyword, EnvSetting> {
-  const out = new Map<Keyword, EnvSetting>()
-  for (const [name, keyword] of ENV_VARS) {
+export function readEnv(env: Record<string, string | undefined>, name: string): string | undefined {
+  try {
     const value = env[name]
-    if (value !== undefined && value !== '') out.set(keyword, { value, name })
+    return typeof value === 'string' ? value : undefined
+  } catch {
+    return undefined
   }
-  return out
+}
+
+/**
+ * The PG* variables, each read only when a setting is looked up that nothing
+ * else gave (so with full options none is read). An empty variable counts as
+ * unset, as in libpq. Variables for features pipegres lacks (PGSERVICE,
+ * PGREQUIREPEER, PGKRBSRVNAME, ...) are never read: the environment is shared
+ * with psql and other tools.
+ */
+export function settingsFromEnv(env: Record<string, string | undefined>): EnvSettings {
+  return {
+    get(keyword: Keyword): EnvSetting | undefined {
+      const name = variableOf.get(keyword)
+      if (name === undefined) return undefined
+      const value = readEnv(env, name)
+      return value === undefined || value === '' ? undefined : { value, name }
+    },
+  }
 }

@@ -8,7 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { ConfigError } from '../errors.js'
 import { parseConnectionString } from './connection-string.js'
-import { type EnvSetting, settingsFromEnv } from './env.js'
+import { type EnvSettings, readEnv, settingsFromEnv } from './env.js'
 import type { Keyword } from './keywords.js'
 import { type ConnectOptions, type OptionField, collectOptions, typeName } from './options.js'
 import type {
@@ -191,8 +191,8 @@ type Found = { kind: 'option'; value: unknown; origin: Origin } | { kind: 'text'
 class Sources {
   readonly options: Map<OptionField, unknown>
   readonly str: Record<string, string>
-  readonly env: Map<Keyword, EnvSetting>
-  constructor(options: Map<OptionField, unknown>, env: Map<Keyword, EnvSetting>) {
+  readonly env: EnvSettings
+  constructor(options: Map<OptionField, unknown>, env: EnvSettings) {
     this.options = options
     this.env = env
     const cs = options.get('connectionString')
@@ -455,11 +455,11 @@ function osUserName(given: string | undefined): string {
 
 function defaultPassfile(homedir: string | undefined, env: Record<string, string | undefined>): string | undefined {
   if (process.platform === 'win32') {
-    const appdata = env.APPDATA
+    const appdata = readEnv(env, 'APPDATA')
     return appdata ? path.join(appdata, 'postgresql', 'pgpass.conf') : undefined
   }
   let home = homedir
-  if (home === undefined) home = env.HOME
+  if (home === undefined) home = readEnv(env, 'HOME')
   if (home === undefined || home === '') {
     try {
       home = os.homedir()

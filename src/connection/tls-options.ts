@@ -15,8 +15,15 @@ import { ConfigError } from '../errors.js'
 // Certificate files default to ~/.postgresql/{root.crt,postgresql.crt,postgresql.key}
 // and are read at connect time, as libpq does.
 
-function defaultFile(name: string): string {
-  return join(homedir(), '.postgresql', name)
+function defaultFile(name: string): string | undefined {
+  let home: string
+  try {
+    home = homedir()
+  } catch {
+    // Deno without --allow-sys: no home directory, so no default files (as libpq without HOME).
+    return undefined
+  }
+  return home === '' ? undefined : join(home, '.postgresql', name)
 }
 
 function readSetting(setting: string, path: string): Buffer {
@@ -48,22 +55,23 @@ export function tlsOptionsFor(config: ConnectionConfig, host: string, direct: bo
     verifyChain = true
   } else {
     const fallback = defaultFile('root.crt')
-    if (existsSync(fallback)) {
+    if (fallback !== undefined && existsSync(fallback)) {
       opts.ca = readSetting('sslrootcert', fallback)
       verifyChain = true
     } else if (verifyChain) {
       throw new ConfigError(
         'sslrootcert',
-        `sslmode=${mode} needs a root certificate to verify the server, but sslrootcert is not set and "${fallback}" does not exist; ` +
+        `sslmode=${mode} needs a root certificate to verify the server, but sslrootcert is not set and "${fallback ?? '~/.postgresql/root.crt'}" does not exist; ` +
           'set sslrootcert to a CA file, use sslrootcert=system for the system trust store, or choose a weaker sslmode',
       )
     }
   }
 
-  const certPath = config.sslcert ?? (existsSync(defaultFile('postgresql.crt')) ? defaultFile('postgresql.crt') : undefined)
+  const defaultCert = defaultFile('postgresql.crt')
+  const certPath = config.sslcert ?? (defaultCert !== undefined && existsSync(defaultCert) ? defaultCert : undefined)
   if (certPath !== undefined) {
     opts.cert = readSetting('sslcert', certPath)
-    const keyPath = config.sslkey ?? defaultFile('postgresql.key')
+    const keyPath = config.sslkey ?? defaultFile('postgresql.key') ?? '~/.postgresql/postgresql.key'
     opts.key = readSetting('sslkey', keyPath)
     checkClientKey(opts.key, keyPath, opts.cert, certPath, config.sslpassword)
     if (config.sslpassword !== undefined) opts.passphrase = config.sslpassword

@@ -1,5 +1,5 @@
 import type { Request, RequestContext } from '../connection/request.js'
-import { ArgumentError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import { ArgumentError, PgError, ProtocolError, type PgErrorFields, rejectionAtCaller } from '../errors.js'
 import { decodeCommandComplete, decodeCopyResponse, type CopyResponse, type FieldDescription } from '../protocol/backend.js'
 import { writeCopyData, writeCopyDone, writeCopyFail, writeQuery } from '../protocol/frontend.js'
 import { Backend, Frontend, backendMessageName } from '../protocol/message-codes.js'
@@ -58,9 +58,10 @@ abstract class CopyRequest implements Request, Abortable {
   private strayOut = false
 
   constructor(readonly text: string) {
-    this.promise = new Promise((resolve, reject) => {
+    this.promise = new Promise((resolve) => {
       this.resolve = resolve
-      this.reject = reject
+      // Through the caller's frames: see rejectionAtCaller.
+      this.reject = (e) => resolve(rejectionAtCaller(e))
     })
   }
 

@@ -1,4 +1,5 @@
 import type { RequestContext } from '../connection/request.js'
+import { rejectionAtCaller } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import type { ExtendedQuery } from './extended-query.js'
 import type { Field, Row } from './result.js'
@@ -57,7 +58,8 @@ export class Cursor<R = Row> implements AsyncIterable<R[]>, RowSink {
     if (this.waiter !== null) return this.reading.then(() => this.read())
     const p = this.readOne()
     this.reading = p.then(noop, noop)
-    return p
+    // A second reaction (reading) hides the caller from a failure of p: it is passed on through the caller's frames.
+    return p.then(undefined, rejectionAtCaller)
   }
 
   private reading: Promise<void> = Promise.resolve()

@@ -1,4 +1,4 @@
-import { PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import { PgError, ProtocolError, type PgErrorFields, rejectionAtCaller } from '../errors.js'
 import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
@@ -56,9 +56,10 @@ export class SimpleQuery implements Request, Abortable {
     private readonly rowMode: RowMode,
     private readonly view: TypeView,
   ) {
-    this.promise = new Promise((resolve, reject) => {
+    this.promise = new Promise((resolve) => {
       this.resolve = resolve
-      this.reject = reject
+      // Through the caller's frames: see rejectionAtCaller.
+      this.reject = (e) => resolve(rejectionAtCaller(e))
     })
   }
 

@@ -1,5 +1,5 @@
 import type { Request, RequestContext } from '../connection/request.js'
-import { AbortError } from '../errors.js'
+import { AbortError, rejectionAtCaller } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import type { Field, Row } from './result.js'
 import { SinkKind, type RowSink } from './row-sink.js'
@@ -42,7 +42,7 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R>, R
   private state = State.Idle
   private queue: R[] = []
   private head = 0
-  private waiter: { resolve: (r: IteratorResult<R>) => void; reject: (e: Error) => void } | null = null
+  private waiter: { resolve: (r: IteratorResult<R> | PromiseLike<never>) => void } | null = null
   private failure: Error | null = null
   private ctx: RequestContext | null = null
   private paused = false
@@ -83,14 +83,14 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R>, R
       case State.Failed: {
         const err = this.failure!
         this.state = State.Closed
-        return Promise.reject(err)
+        return Promise.resolve(rejectionAtCaller(err))
       }
       case State.Ended:
       case State.Closed:
         return Promise.resolve({ value: undefined, done: true })
     }
-    return new Promise((resolve, reject) => {
-      this.waiter = { resolve, reject }
+    return new Promise((resolve) => {
+      this.waiter = { resolve }
     })
   }
 
@@ -150,7 +150,8 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R>, R
     if (this.state === State.Failed) {
       const err = this.failure!
       this.state = State.Closed
-      w.reject(err)
+      // Through the caller's frames: see rejectionAtCaller.
+      w.resolve(rejectionAtCaller(err))
     } else w.resolve({ value: undefined, done: true })
   }
 
