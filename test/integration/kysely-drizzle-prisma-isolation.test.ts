@@ -24,13 +24,20 @@ function loadedBy(entry: string): Promise<string[]> {
     import { MessageChannel } from 'node:worker_threads'
     const { port1, port2 } = new MessageChannel()
     const seen = []
-    port1.on('message', (url) => seen.push(url))
+    const sentinel = 'data:text/javascript,export default 0'
+    port1.on('message', (url) => {
+      // Messages arrive in order: once the sentinel's resolution is seen, so is every earlier one.
+      if (url === sentinel) {
+        console.log(JSON.stringify(seen))
+        port1.close()
+      } else seen.push(url)
+    })
     register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hooks)}), { data: { port: port2 }, transferList: [port2] })
     await import(${JSON.stringify(entry)})
-    setTimeout(() => { console.log(JSON.stringify(seen)); port1.close() }, 50)`
+    await import(sentinel)`
   return new Promise((res, rej) => {
     execFile(process.execPath, ['--input-type=module', '-e', child], { cwd: root, timeout: 20_000 }, (err, stdout, stderr) => {
-      if (err) rej(new Error(stderr || err.message))
+      if (err) rej(new Error(`the child process failed: ${stderr || err.message}`))
       else res(JSON.parse(stdout) as string[])
     })
   })
