@@ -65,7 +65,9 @@ function sslFromEnvironment(): boolean | Record<string, unknown> {
 }
 
 /** pg-only connection string parameters (ssl=true, sslmode=no-verify) that pipegres's parser would refuse. */
-function pgStringSettings(cs: string): { cs: string; ssl: boolean | Record<string, unknown> | undefined; hasSslMode: boolean } {
+function pgStringSettings(given: string): { cs: string; ssl: boolean | Record<string, unknown> | undefined; hasSslMode: boolean } {
+  // pg reads any scheme ('pg://', 'socket://' aside) as postgres://.
+  const cs = /^[a-z][a-z0-9+.-]*:\/\//i.test(given) && !/^socket:/i.test(given) ? given.replace(/^[^:]+/, 'postgresql') : given
   if (!/^postgres(ql)?:\/\//i.test(cs)) return { cs, ssl: undefined, hasSslMode: /(^|\s)sslmode\s*=/.test(cs) }
   const q = cs.indexOf('?')
   if (q < 0) return { cs, ssl: undefined, hasSslMode: false }

@@ -31,8 +31,9 @@ const pg = {
   escapeIdentifier,
   escapeLiteral,
   utils,
-  /** pg.native runs over libpq; pipegres has no libpq binding, so it is absent (null, as pg gives when pg-native is not installed). */
-  native: null,
 }
+// pg.native runs over libpq; pipegres has no libpq binding, so it is null, as pg gives when pg-native is not installed
+// (not enumerable, as in pg, so that copying the module does not touch it).
+Object.defineProperty(pg, 'native', { value: null, enumerable: false })
 
 export default pg

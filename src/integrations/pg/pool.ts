@@ -172,7 +172,8 @@ export class Pool extends EventEmitter {
     if (callback === undefined) return p
     p.then(
       (client) => callback(undefined, client, (err) => client.release(err)),
-      (err: Error) => callback(err),
+      // pg-pool hands a release function even with an error, so that callers may call it unconditionally.
+      (err: Error) => callback(err, undefined, () => {}),
     )
     return undefined
   }
