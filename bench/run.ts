@@ -149,7 +149,7 @@ const WORKLOADS: Workload[] = [
     unit: 'row',
     size: 100_000,
     quickSize: 20_000,
-    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'text', 'pipegres (prepare: false)'), v('pg'), NATIVE, v('postgres'), BUN],
+    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'text', 'pipegres (text)'), v('pg'), NATIVE, v('postgres'), BUN],
   },
   {
     name: 'typed-read',
@@ -157,7 +157,7 @@ const WORKLOADS: Workload[] = [
     unit: 'row',
     size: 200_000,
     quickSize: 20_000,
-    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'text', 'pipegres (prepare: false)'), v('pg'), NATIVE, v('postgres'), BUN],
+    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'text', 'pipegres (text)'), v('pg'), NATIVE, v('postgres'), BUN],
   },
   {
     name: 'stream',

@@ -26,8 +26,7 @@ import {
 } from '../lib/workloads.js'
 
 // pipegres: variant 'binary' (prepared statements: results in binary after the
-// first execution) or 'text' (prepare: false: unnamed statements, parsed every
-// time; results in binary too after the first execution, from the describe cache).
+// first execution) or 'text' (prepare: false: unnamed statements, text results).
 // stream: variant 'stream' or 'cursor'; copy-from-rows: 'binary' or 'text', the
 // format copyFromRows() sends; copy-to: '' (copyTo(), raw bytes) or 'rows'
 // (copyToRows(), decoded rows).

@@ -53,7 +53,7 @@ async function connectHost(config: ConnectionConfig, h: HostAddress, target: Tar
   else attempts = ['request']
 
   const where = describeHost(h)
-  let protocol = config.maxProtocolVersion === '3.2' && config.minProtocolVersion === '3.0' && refusedNewer.has(where) ? '3.0' : config.maxProtocolVersion
+  let protocol = config.maxProtocolVersion === '3.2' && config.minProtocolVersion === '3.0' && (refusedNewer.get(where) ?? 0) > performance.now() ? '3.0' : config.maxProtocolVersion
   let lastErr: Error | undefined
   // Why this host was asked again for 3.0: a refusal, or a close without a word.
   let fellBack: 'refused' | 'closed' | null = null
@@ -61,7 +61,7 @@ async function connectHost(config: ConnectionConfig, h: HostAddress, target: Tar
     const tls = attempts[i]!
     try {
       const conn = await attempt(config, h, tls, protocol, target, events)
-      if (fellBack !== null) remember(refusedNewer, where)
+      if (fellBack !== null) rememberRefusal(where, fellBack === 'refused' ? Infinity : performance.now() + SILENT_REFUSAL_MS)
       closesAnyway.delete(where)
       return conn
     } catch (err) {
@@ -87,11 +87,23 @@ async function connectHost(config: ConnectionConfig, h: HostAddress, target: Tar
   throw lastErr ?? new ConnectionError('PG_CONNECTION_REFUSED', `could not connect to ${describeHost(h)}`)
 }
 
-/** Hosts, by address, that refused a 3.2 startup without negotiating and then accepted 3.0. */
-const refusedNewer = new Set<string>()
+/**
+ * Hosts, by address, that refused a 3.2 startup without negotiating and then
+ * accepted 3.0, with when to ask for 3.2 again: never after an explicit
+ * refusal, after a while when the 3.2 startup was only closed unanswered
+ * (that may also have been a network fault).
+ */
+const refusedNewer = new Map<string, number>()
+const SILENT_REFUSAL_MS = 10 * 60_000
 /** Hosts that closed a 3.0 startup unanswered right after a 3.2 one: their closes say nothing of the version. */
 const closesAnyway = new Set<string>()
 const MAX_REMEMBERED_HOSTS = 1024
+
+function rememberRefusal(where: string, until: number): void {
+  refusedNewer.delete(where)
+  refusedNewer.set(where, until)
+  if (refusedNewer.size > MAX_REMEMBERED_HOSTS) refusedNewer.delete(refusedNewer.keys().next().value!)
+}
 
 /** Adds to a bounded set of hosts, the oldest forgotten first. */
 function remember(hosts: Set<string>, where: string): void {

@@ -45,13 +45,6 @@ const CLOSING = 256
 const ARRAY_ROWS = 512
 /** Use the connection's prepared-statement cache. */
 const PREPARE = 1024
-/** An unnamed statement bound with result formats from the session's describe cache. */
-const CACHED_FORMATS = 2048
-
-/** The describe cache's key for an unnamed statement: its text, plus the parameter types given with typed(). */
-function unnamedKey(text: string, declared: readonly number[]): string {
-  return declared.length === 0 ? text : `${text}\0${declared.join(',')}`
-}
 
 /**
  * True when some value cannot be sent as untyped text without knowing its
@@ -416,18 +409,10 @@ export class ExtendedQuery implements Request, Abortable {
       ctx.holdWriter(this)
       return
     }
-    // Columns described by an earlier execution of the same text come back in
-    // the formats a prepared statement's would (binary where cheaper).
-    const described = cacheableText(this.text) ? this.session.described : null
-    const formats = described !== null ? (described.formats(unnamedKey(this.text, declared), this.view, this.session.catalog) ?? noFormats) : noFormats
     presize(w, this.values)
-    writeBind(w, '', '', this.values.length, (w, i) => this.param(w, i, declared[i] ?? 0), formats)
+    writeBind(w, '', '', this.values.length, (w, i) => this.param(w, i, declared[i] ?? 0), noFormats)
     writeDescribe(w, 'P', '')
     writeExecuteSync(w)
-    if (formats.length > 0) {
-      x.formats = formats
-      this.flags |= CACHED_FORMATS
-    }
   }
 
   /**
@@ -707,12 +692,9 @@ export class ExtendedQuery implements Request, Abortable {
         x.planVersion = shape.version
         x.planUnknown = shape.unknown
       } else {
-        // Unnamed: in the formats asked for in Bind (see encodeUnnamed), which
-        // the portal's description confirms column by column.
-        x.plan = this.view.plan(fields, x.formats)
+        x.plan = this.view.plan(fields, noFormats)
         x.planVersion = catalog.version
         x.planUnknown = fields.filter((f) => !catalog.knows(f.typeOid)).map((f) => f.typeOid)
-        if (cacheableText(this.text)) this.session.described?.learn(unnamedKey(this.text, this.extra?.declared ?? noOids), fields)
       }
     }
     if (x.planVersion === catalog.version && x.planUnknown.length === 0) return
@@ -856,13 +838,6 @@ export class ExtendedQuery implements Request, Abortable {
         // under it: prepare it afresh next time.
         this.session.statements?.delete(stmt)
       }
-    }
-    if (stmt === null && (this.flags & CACHED_FORMATS) !== 0 && step === Step.Bind && fields.code === SqlState.ProtocolViolation) {
-      // The text no longer returns the columns its cached formats were for
-      // ("bind message has 2 result formats but query has 3 columns"): Bind
-      // failed, nothing ran. Described afresh when sent again.
-      this.session.described?.forget(unnamedKey(this.text, this.extra?.declared ?? noOids))
-      x.resend = true
     }
     const sink = this.sink
     if (sink !== null) {

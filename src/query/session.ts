@@ -6,7 +6,6 @@ import type { TypeInfo } from '../types/type-info.js'
 import type { TypeView } from '../types/view.js'
 import { ExtendedQuery } from './extended-query.js'
 import { StatementCache } from './statement-cache.js'
-import { DescribeCache } from './describe-cache.js'
 
 /**
  * What queries on one connection share: its prepared statements, the type
@@ -29,8 +28,6 @@ export class Session {
   pooling: Pooling = 'unknown'
   /** A probe of `pooling` is on its way (see Client.probePooling). */
   probing = false
-  /** Result columns of unnamed statements by text, so their Bind can ask for binary (see DescribeCache). */
-  readonly described: DescribeCache | null
   /** Type lookups in flight, by OID, so a type is looked up once however many queries meet it. */
   private readonly lookups = new Map<number, Promise<void>>()
 
@@ -50,7 +47,6 @@ export class Session {
     readonly resend: (req: Request) => void,
   ) {
     this.statements = prepare && cacheSize > 0 ? new StatementCache(cacheSize) : null
-    this.described = cacheSize > 0 ? new DescribeCache(cacheSize) : null
   }
 
   /**

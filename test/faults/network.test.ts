@@ -355,6 +355,12 @@ interface CutOptions {
   sslmode?: 'disable' | 'require'
   /** The cut comes before the connection is ready. */
   startup?: boolean
+  /**
+   * A plaintext startup the server closes without a word: to the client that
+   * may be a server or pooler refusing protocol 3.2, so it connects once more
+   * asking for 3.0, and the workload succeeds on that second connection.
+   */
+  fallsBack?: boolean
 }
 
 /**
@@ -372,6 +378,14 @@ async function cutScenario(plan: FaultPlan, o: CutOptions = {}): Promise<void> {
     const issued = issueWorkload(client, tag)
     const settled = await settleWithin(issued, 15_000)
     const { rejected, insert } = checkOutcomes(issued, settled, proxy)
+    if (o.fallsBack === true) {
+      assert.equal(rejected, 0, 'the client asked again for protocol 3.0')
+      assert.ok(proxy.connections.length >= 2, 'on a second connection')
+      assert.equal(await countTag(tag), 1)
+      await client.end()
+      await fresh.end()
+      return
+    }
     assert.ok(rejected > 0, 'the cut fell after the workload: it tested nothing')
     await serverSideGone(proxy.connections[0]!)
     const inserted = await countTag(tag)
@@ -414,8 +428,11 @@ describe('a connection closed with a FIN after a truncated stream', () => {
     test(`server stream cut at ${p.at} bytes: ${p.where}`, CUT_TEST, () => cutScenario({ serverCutAt: p.at, cut: 'fin' }, { startup: p.startup }))
   }
   const client = clientCutPoints(plainRecording).filter((_, i) => i % 3 === 2)
+  // Cut no later than the StartupMessage's end, the server never answers the startup.
+  const startupEnd = splitFrontend(plainRecording.fromClient)[0]!.end
   for (const p of client) {
-    test(`client stream cut at ${p.at} bytes: ${p.where}`, CUT_TEST, () => cutScenario({ clientCutAt: p.at, cut: 'fin' }, { startup: p.startup }))
+    test(`client stream cut at ${p.at} bytes: ${p.where}`, CUT_TEST, () =>
+      cutScenario({ clientCutAt: p.at, cut: 'fin' }, { startup: p.startup, fallsBack: p.at <= startupEnd }))
   }
 })
 
