@@ -1,4 +1,4 @@
-import { AbortError, ArgumentError, ParameterError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import { AbortError, ArgumentError, ParameterError, PgError, ProtocolError, rejectionAtCaller, type PgErrorFields } from '../errors.js'
 import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
@@ -122,19 +122,13 @@ const enum Step {
 }
 
 /**
- * A thenable that rejects with `err`: resolving a promise with it rejects the
- * promise (one microtask later than calling its reject function would). A
- * query keeps only the resolve function of its promise, so the reject function
- * V8 creates with it is garbage at once: 64 bytes less per queued query.
+ * What a failed query's promise is resolved with: resolving a promise with a
+ * rejecting one rejects it, so a query keeps only the resolve function of its
+ * promise (the reject function V8 creates with it is garbage at once: 64 bytes
+ * less per queued query), and the error gains the caller's frames on its way
+ * (see rejectionAtCaller).
  */
-function rejection(err: Error): PromiseLike<never> {
-  return {
-    then<A, B>(_ok?: unknown, fail?: ((reason: unknown) => B | PromiseLike<B>) | null): PromiseLike<A | B> {
-      fail!(err)
-      return undefined as unknown as PromiseLike<A | B>
-    },
-  }
-}
+const rejection = rejectionAtCaller
 
 /** What few queries need, kept out of the query itself (see ExtendedQuery). */
 interface Extra {
