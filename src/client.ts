@@ -76,6 +76,8 @@ const enum State {
 }
 
 const BACKOFF_BASE_MS = 100
+/** Linux's highest possible pid (pid_max is at most 2^22); other systems stay lower. */
+const MAX_PLAUSIBLE_PID = 4_194_304
 // A connection that lasted this long was of use, whatever it answered (see onConnectionClosed).
 const STABLE_MS = 1000
 
@@ -272,7 +274,7 @@ export class Client extends Queryable {
     }
     this.connectedAt = performance.now()
     this.closeError = null
-    conn.attachment = new Session(
+    const session = new Session(
       this.catalog,
       this.view,
       this.config.prepare,
@@ -281,6 +283,14 @@ export class Client extends Queryable {
       () => Number.parseInt(conn.serverParameters.server_version ?? '0', 10),
       (req) => this.resend(req),
     )
+    // A backend's pid is a real process id: on Linux at most 2^22, and
+    // positive. Poolers (PgBouncer, Supavisor) make up a random 32-bit key
+    // instead, nearly always outside that range: such a connection uses
+    // unnamed statements from the start. Finding out from a lost statement
+    // instead costs an error in a pipeline, and PgBouncer before 1.21 can
+    // drop replies that follow an error in transaction mode.
+    if (!(conn.processId > 0 && conn.processId <= MAX_PLAUSIBLE_PID)) session.namedStatementsLost()
+    conn.attachment = session
     this.conn = conn
     this.state = State.Connected
     // Channels listened to on the lost connection are listened to again first.
