@@ -4,21 +4,23 @@ import type { ConnectionConfig } from './config/types.js'
 import { openConnection } from './connection/connect.js'
 import type { Connection } from './connection/connection.js'
 import type { Request } from './connection/request.js'
-import { ArgumentError, ConnectionError, type PgNotice } from './errors.js'
+import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './errors.js'
 import { Listeners, type Listener, type NotificationHandler } from './notify.js'
 import type { Notification, TransactionStatus } from './protocol/backend.js'
 import type { RowMode } from './query/extended-query.js'
 import { Session } from './query/session.js'
 import { replicationRefusal } from './replication-guard.js'
+import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './subscription.js'
 import { checkRowMode, checkTypeOptions, makeQuery, Queryable, type QueryDefaults } from './queryable.js'
 import { runTransaction, type Transaction, type TransactionOptions } from './transaction.js'
+import { active, connectChannel, noteSent, sending, traceBase, traceConnect, type TracingOptions } from './tracing.js'
 import { TypeCatalog } from './types/catalog.js'
 import { defaultTypeOptions, type TypeOptions } from './types/codec.js'
 import type { CustomType } from './types/custom.js'
 import type { TypeView } from './types/view.js'
 
 /** Settings of a Client: every connection setting, plus how results are delivered. */
-export interface ClientOptions extends ConnectOptions {
+export interface ClientOptions extends ConnectOptions, TracingOptions {
   /** Called with every NoticeResponse (RAISE NOTICE, warnings). Same as listening to 'notice'. */
   onNotice?: (notice: PgNotice) => void
   /** Default row shape for this client's queries. */
@@ -50,7 +52,7 @@ export interface ClientOptions extends ConnectOptions {
   textResults?: boolean
 }
 
-export const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes', 'queryTimeout', 'reconnectMaxDelay', 'maxPending', 'textResults'] as const
+export const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes', 'queryTimeout', 'reconnectMaxDelay', 'maxPending', 'textResults', 'traceParameters'] as const
 
 export type { QueryOptions, SimpleQueryOptions } from './queryable.js'
 export type { Result, Row, Field } from './query/result.js'
@@ -162,7 +164,7 @@ export class Client extends Queryable {
       for (const t of opts.customTypes) this.registerType(t)
     }
     this.view = this.catalog.view()
-    this.queryDefaults = { rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.catalog, view: this.view }
+    this.queryDefaults = { rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.catalog, view: this.view, trace: traceBase(this.config, opts.traceParameters === true) }
     this.listeners = new Listeners((sql) => this.query(sql).then(() => undefined))
   }
 
@@ -227,7 +229,7 @@ export class Client extends Queryable {
       this.startConnecting(true)
       await this.connecting
       // The attempt's own error (a PgError for a wrong password, say), not a wrapper.
-      if (!this.isConnected()) throw this.closeError ?? this.closedError()
+      if (!this.isConnected()) throw withCaller(this.closeError ?? this.closedError())
     }
     return this
   }
@@ -245,12 +247,14 @@ export class Client extends Queryable {
       }
       let conn: Connection
       try {
-        conn = await openConnection(this.config, {
-          notice: (n) => this.deliver('notice', n),
-          notification: (n) => this.onNotification(n),
-          parameterStatus: (k, v) => this.deliver('parameter', k, v),
-          close: (err, unsent) => this.onConnectionClosed(conn, err, unsent),
-        })
+        const open = (): Promise<Connection> =>
+          openConnection(this.config, {
+            notice: (n) => this.deliver('notice', n),
+            notification: (n) => this.onNotification(n),
+            parameterStatus: (k, v) => this.deliver('parameter', k, v),
+            close: (err, unsent) => this.onConnectionClosed(conn, err, unsent),
+          })
+        conn = await (active(connectChannel) ? traceConnect(this.config, open) : open())
         if (conn.closed) throw conn.failure ?? new ConnectionError('PG_CONNECTION_CLOSED', 'the connection closed as soon as it opened')
       } catch (err) {
         this.connecting = null
@@ -413,6 +417,7 @@ export class Client extends Queryable {
       }
     }
     if (owner !== null) this.owners.set(req, owner)
+    if (sending !== null) noteSent(this.conn?.host, this.pendingQueries)
     this.route(req)
   }
 
@@ -557,6 +562,18 @@ export class Client extends Queryable {
   private onNotification(n: Notification): void {
     this.listeners.deliver(n)
     this.deliver('notification', n)
+  }
+
+  // --- replication (see subscription.ts) ----------------------------------------
+
+  /** A logical change stream (pgoutput) on a replication connection of its own, made from this client's settings. */
+  subscribe(options: SubscribeOptions): Subscription {
+    return subscribe(this.config, this.catalog, options)
+  }
+
+  /** Raw WAL (physical) or a logical slot's plugin output, on a replication connection of its own. */
+  replicate(options: ReplicateOptions): WalStream {
+    return replicate(this.config, this.catalog, options)
   }
 
   // --- shutdown ---------------------------------------------------------------

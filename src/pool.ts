@@ -3,11 +3,13 @@ import { Client, clientKeys, type Backoff, type ClientOptions } from './client.j
 import { resolveConfig } from './config/index.js'
 import type { ConnectionConfig } from './config/types.js'
 import type { Request } from './connection/request.js'
-import { ArgumentError, ConnectionError, type PgNotice } from './errors.js'
+import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './errors.js'
 import type { Listener, NotificationHandler } from './notify.js'
 import type { RowMode } from './query/extended-query.js'
 import { checkRowMode, checkTypeOptions, Queryable, type QueryDefaults } from './queryable.js'
 import { runTransaction, type Transaction, type TransactionHost, type TransactionOptions } from './transaction.js'
+import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './subscription.js'
+import { acquireChannel, active, traceAcquire, traceBase } from './tracing.js'
 import { TypeCatalog } from './types/catalog.js'
 import { defaultTypeOptions } from './types/codec.js'
 import type { CustomType } from './types/custom.js'
@@ -83,7 +85,7 @@ export class Pool extends Queryable {
     this.catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
     for (const t of opts.customTypes ?? []) this.registerType(t)
     const rowMode: RowMode = opts.rowMode !== undefined ? checkRowMode(opts.rowMode) : 'object'
-    this.queryDefaults = { rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.catalog, view: this.catalog.view() }
+    this.queryDefaults = { rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.catalog, view: this.catalog.view(), trace: traceBase(this.config, opts.traceParameters === true) }
   }
 
   protected defaults(): QueryDefaults {
@@ -198,9 +200,19 @@ export class Pool extends Queryable {
   // --- reservations -----------------------------------------------------------
 
   /** Hands out one connection exclusively until `release()`; waits if all are reserved and the pool is full. */
-  async reserve(): Promise<ReservedClient> {
+  reserve(): Promise<ReservedClient> {
+    if (active(acquireChannel)) return traceAcquire(this.queryDefaults.trace!, this.max, this.slots.length, this.waitingCount, () => this.reserveOne())
+    return this.reserveOne()
+  }
+
+  private async reserveOne(): Promise<ReservedClient> {
     const token = {}
-    const slot = await this.reserveSlot(token)
+    let slot: Slot
+    try {
+      slot = await this.reserveSlot(token)
+    } catch (err) {
+      throw withCaller(err)
+    }
     try {
       await slot.client.hold(token)
     } catch (err) {
@@ -272,6 +284,16 @@ export class Pool extends Queryable {
   // --- LISTEN / NOTIFY --------------------------------------------------------
 
   /** Listens on a dedicated connection of the pool's (see Client.listen). */
+  /** A logical change stream (pgoutput) on a replication connection of its own, outside the pool's connections. */
+  subscribe(options: SubscribeOptions): Subscription {
+    return subscribe(this.config, this.catalog, options)
+  }
+
+  /** Raw WAL (physical) or a logical slot's plugin output, on a replication connection of its own. */
+  replicate(options: ReplicateOptions): WalStream {
+    return replicate(this.config, this.catalog, options)
+  }
+
   listen(channel: string, handler: NotificationHandler): Promise<Listener> {
     if (this.ended !== null || this.destroyed !== null) return Promise.reject(this.closedError())
     // Without orphans: like a lone client, it reconnects by itself and listens again after a lost connection.
