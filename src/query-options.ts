@@ -1,0 +1,125 @@
+import type { CopyFormatOptions, CopyRow } from './copy/format.js'
+import { ArgumentError } from './errors.js'
+import type { RowMode } from './query/extended-query.js'
+import type { TraceBase } from './tracing.js'
+import type { TypeCatalog } from './types/catalog.js'
+import type { TypeOptions } from './types/codec.js'
+import type { TypeView } from './types/view.js'
+
+// The options of every call that runs a query, and the checks on the ones
+// that are shared by clients, pools and transactions.
+
+/** Per-query options. */
+export interface QueryOptions {
+  /** 'object' (default): rows keyed by column name; 'array': rows as arrays in column order. */
+  rowMode?: RowMode
+  /** false: use an unnamed statement for this query instead of the prepared-statement cache. */
+  prepare?: boolean
+  /** Type options for this query only, e.g. { int8: 'number' }. */
+  types?: TypeOptions
+  /** Aborts the query: dropped if not sent yet, cancelled on the server if running. */
+  signal?: AbortSignal
+  /** Milliseconds after which the query is cancelled and rejects with a TimeoutError. */
+  timeout?: number
+}
+
+/** Options of stream(). */
+export interface StreamOptions extends QueryOptions {
+  /** Rows kept unread before the connection stops reading from the server (default 1000). */
+  highWaterMark?: number
+}
+
+/** Options of cursor(). */
+export interface CursorOptions extends QueryOptions {
+  /** Rows per batch (default 1000). */
+  batchSize?: number
+}
+
+/** Options of queryRaw(). */
+export interface RawOptions {
+  /**
+   * 'binary' (default): columns of the types pipegres/wire decodes in binary
+   * come in binary, the others in text. 'text': every column in text.
+   */
+  format?: 'binary' | 'text'
+  prepare?: boolean
+  signal?: AbortSignal
+  timeout?: number
+}
+
+/** What queryRaw() resolves with. */
+export interface RawResult {
+  command: string
+  rowCount: number | null
+  /** Bytes written to the destination. */
+  bytes: number
+}
+
+/** Options of copyFrom() and copyTo(). The client's queryTimeout does not apply to a COPY. */
+export interface CopyOptions {
+  /** Aborts the COPY: copyFrom() sends CopyFail (the server rolls it back), copyTo() cancels it. */
+  signal?: AbortSignal
+  /** Milliseconds after which the COPY is aborted with a TimeoutError. */
+  timeout?: number
+}
+
+/** Options of copyFromRows(): the data format (binary by default) and the target columns. */
+export interface CopyFromRowsOptions extends CopyFormatOptions, CopyOptions {
+  /**
+   * The columns the rows give values for, in the order of an array row.
+   * Default: the keys of the first row if it is an object, else every column
+   * of the table that is not generated, in table order.
+   */
+  columns?: readonly string[]
+}
+
+/** Options of copyToRows(): the data format (binary by default) and how rows are built. */
+export interface CopyToRowsOptions extends CopyFormatOptions, CopyOptions {
+  rowMode?: RowMode
+  types?: TypeOptions
+  /** Rows kept unread before the connection stops reading from the server (default 1000). */
+  highWaterMark?: number
+}
+
+/** What copyFromRows() takes: arrays (a value per column) or objects (keyed by column name). */
+export type CopyRowSource = Iterable<CopyRow> | AsyncIterable<CopyRow>
+
+export interface SimpleQueryOptions {
+  rowMode?: RowMode
+  signal?: AbortSignal
+  timeout?: number
+}
+
+/** The defaults a queryable takes its options from. */
+export interface QueryDefaults {
+  readonly rowMode: RowMode
+  readonly prepare: boolean
+  readonly queryTimeout: number | undefined
+  readonly catalog: TypeCatalog
+  readonly view: TypeView
+  /** What traces of this queryable's queries say of the connection (see tracing.ts). */
+  readonly trace?: TraceBase
+}
+
+const typeOptionChoices: Record<keyof TypeOptions, readonly string[]> = {
+  int8: ['bigint', 'number', 'string'],
+  numeric: ['string', 'number'],
+  timestamps: ['date', 'string'],
+  dates: ['string', 'date'],
+}
+
+export function checkTypeOptions(o: TypeOptions | undefined, where: string): TypeOptions {
+  if (o === undefined) return {}
+  if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where} must be an object`)
+  for (const [k, v] of Object.entries(o)) {
+    const choices = typeOptionChoices[k as keyof TypeOptions]
+    if (choices === undefined) throw new ArgumentError(`${where}.${k} is not a type option (known: ${Object.keys(typeOptionChoices).join(', ')})`)
+    if (v !== undefined && !choices.includes(v as string)) throw new ArgumentError(`${where}.${k} must be one of ${choices.map((c) => `'${c}'`).join(', ')}`)
+  }
+  return o
+}
+
+export function checkRowMode(rowMode: unknown): RowMode {
+  if (rowMode !== 'object' && rowMode !== 'array') throw new ArgumentError(`rowMode must be 'object' or 'array', not ${JSON.stringify(rowMode)}`)
+  return rowMode
+}
