@@ -61,7 +61,7 @@ async function connectHost(config: ConnectionConfig, h: HostAddress, target: Tar
     const tls = attempts[i]!
     try {
       const conn = await attempt(config, h, tls, protocol, target, events)
-      if (fellBack !== null) rememberRefusal(where, fellBack === 'refused' ? Infinity : performance.now() + SILENT_REFUSAL_MS)
+      if (fellBack !== null) remember(refusedNewer, where, fellBack === 'refused' ? Infinity : performance.now() + SILENT_REFUSAL_MS)
       closesAnyway.delete(where)
       return conn
     } catch (err) {
@@ -79,7 +79,7 @@ async function connectHost(config: ConnectionConfig, h: HostAddress, target: Tar
       // Closed unanswered at 3.0 too: the version was not the reason (a
       // proxy with no server behind it, say), so later attempts at this host
       // do not try twice, until one succeeds.
-      if (fellBack === 'closed' && closedUnanswered.has(err)) remember(closesAnyway, where)
+      if (fellBack === 'closed' && closedUnanswered.has(err)) remember(closesAnyway, where, Infinity)
       lastErr = err
       if (!retryWithout(tls, err)) throw err
     }
@@ -96,20 +96,14 @@ async function connectHost(config: ConnectionConfig, h: HostAddress, target: Tar
 const refusedNewer = new Map<string, number>()
 const SILENT_REFUSAL_MS = 10 * 60_000
 /** Hosts that closed a 3.0 startup unanswered right after a 3.2 one: their closes say nothing of the version. */
-const closesAnyway = new Set<string>()
+const closesAnyway = new Map<string, number>()
 const MAX_REMEMBERED_HOSTS = 1024
 
-function rememberRefusal(where: string, until: number): void {
-  refusedNewer.delete(where)
-  refusedNewer.set(where, until)
-  if (refusedNewer.size > MAX_REMEMBERED_HOSTS) refusedNewer.delete(refusedNewer.keys().next().value!)
-}
-
-/** Adds to a bounded set of hosts, the oldest forgotten first. */
-function remember(hosts: Set<string>, where: string): void {
+/** Remembers a host until `until` (performance.now() time) in a bounded map, the oldest forgotten first. */
+function remember(hosts: Map<string, number>, where: string, until: number): void {
   hosts.delete(where)
-  hosts.add(where)
-  if (hosts.size > MAX_REMEMBERED_HOSTS) hosts.delete(hosts.values().next().value!)
+  hosts.set(where, until)
+  if (hosts.size > MAX_REMEMBERED_HOSTS) hosts.delete(hosts.keys().next().value!)
 }
 
 /** Startups the server closed without sending a byte (set in attempt()). */
