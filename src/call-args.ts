@@ -1,6 +1,6 @@
 import { CopyRowError, quoteIdentifier, type CopyRow } from './copy/format.js'
 import { ArgumentError } from './errors.js'
-import type { CopyOptions } from './queryable.js'
+import { checkOptionKeys, copyOptionKeys, type CopyOptions } from './query-options.js'
 
 // Argument checks of the query methods, and the row sources of copyFromRows().
 
@@ -31,9 +31,10 @@ export function checkText(text: unknown, what: string): string {
   return text
 }
 
-export function copyOptions(o: CopyOptions | undefined): { signal: AbortSignal | undefined; timeout: number | undefined } {
+export function copyOptions(o: CopyOptions | undefined, known: ReadonlySet<string> = copyOptionKeys, what = 'COPY'): { signal: AbortSignal | undefined; timeout: number | undefined } {
   if (o === undefined) return { signal: undefined, timeout: undefined }
   if (typeof o !== 'object' || o === null) throw new ArgumentError('COPY options must be an object')
+  checkOptionKeys(o, known, what)
   return { signal: checkSignal(o.signal), timeout: checkTimeout(o.timeout) }
 }
 

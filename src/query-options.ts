@@ -1,6 +1,6 @@
 import type { CopyFormatOptions, CopyRow } from './copy/format.js'
 import { ArgumentError } from './errors.js'
-import type { RowMode } from './query/extended-query.js'
+import type { RowMode } from './query/result.js'
 import type { TraceBase } from './tracing.js'
 import type { TypeCatalog } from './types/catalog.js'
 import type { TypeOptions } from './types/codec.js'
@@ -122,4 +122,27 @@ export function checkTypeOptions(o: TypeOptions | undefined, where: string): Typ
 export function checkRowMode(rowMode: unknown): RowMode {
   if (rowMode !== 'object' && rowMode !== 'array') throw new ArgumentError(`rowMode must be 'object' or 'array', not ${JSON.stringify(rowMode)}`)
   return rowMode
+}
+
+// The options each call takes. A misspelt option (`{ timout: 5 }`) would
+// otherwise be ignored without a word, and the query run without it.
+const keys = (...names: string[]): ReadonlySet<string> => new Set(names)
+export const queryOptionKeys = keys('rowMode', 'prepare', 'types', 'signal', 'timeout')
+export const streamOptionKeys = keys(...queryOptionKeys, 'highWaterMark')
+export const cursorOptionKeys = keys(...queryOptionKeys, 'batchSize')
+export const rawOptionKeys = keys('format', 'prepare', 'signal', 'timeout')
+export const simpleQueryOptionKeys = keys('rowMode', 'signal', 'timeout')
+export const copyOptionKeys = keys('signal', 'timeout')
+const copyFormatKeys = ['format', 'delimiter', 'quote', 'escape']
+export const copyFromRowsOptionKeys = keys(...copyOptionKeys, ...copyFormatKeys, 'columns')
+export const copyToRowsOptionKeys = keys(...copyOptionKeys, ...copyFormatKeys, 'rowMode', 'types', 'highWaterMark')
+
+/** Refuses options `what` does not take, naming them (undefined values are let through, as absent). */
+export function checkOptionKeys(options: object, known: ReadonlySet<string>, what: string): void {
+  if (typeof options !== 'object' || options === null) throw new ArgumentError(`${what} options must be an object`)
+  for (const k in options) {
+    if (!known.has(k) && Object.hasOwn(options, k) && (options as Record<string, unknown>)[k] !== undefined) {
+      throw new ArgumentError(`unknown ${what} option "${k}" (${what} takes ${[...known].join(', ')})`)
+    }
+  }
 }

@@ -8,10 +8,13 @@ import { CopyIn, CopyOut } from './query/copy.js'
 import { CopyRowsSink } from './query/copy-rows.js'
 import { abortErrorOf } from './query/abort.js'
 import { Cursor } from './query/cursor.js'
+import { CursorQuery } from './query/cursor-query.js'
+import { StreamQuery } from './query/consumer-request.js'
 import { ExtendedQuery } from './query/extended-query.js'
+import type { ExtendedRequest, QuerySettings } from './query/extended-request.js'
+import { RawQuery } from './query/raw-query.js'
 import { RawPassThrough, type RawDestination } from './query/raw.js'
 import type { Result, Row } from './query/result.js'
-import type { RowSink } from './query/row-sink.js'
 import { RowStream } from './query/stream.js'
 import { binaryDecodable } from './wire/formats.js'
 import { SimpleQuery } from './query/simple-query.js'
@@ -20,7 +23,7 @@ import { declaredTypes } from './query/typed.js'
 import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
 
 export * from './query-options.js'
-import { checkRowMode, checkTypeOptions, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { checkOptionKeys, checkRowMode, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, queryOptionKeys, rawOptionKeys, simpleQueryOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
 
 // What every object that runs queries shares (a client, a transaction, a
 // reserved pool connection, a pool): turning user calls into requests, with the
@@ -29,33 +32,53 @@ import { checkRowMode, checkTypeOptions, type CopyFromRowsOptions, type CopyOpti
 
 const noop = (): void => {}
 
-/** Builds the request for query(); throws ArgumentError for bad arguments. */
-export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, options: QueryOptions | undefined, sink: RowSink | null = null): ExtendedQuery {
+/** The values of query(), stream(), cursor() and queryRaw(), after checking the text and values. */
+function checkQuery(text: unknown, values: unknown): readonly unknown[] {
   if (typeof text !== 'string') throw new ArgumentError(`query text must be a string, not ${text === null ? 'null' : typeof text}`)
   if (values !== undefined && !Array.isArray(values)) throw new ArgumentError('query values must be an array')
-  let rowMode = d.rowMode
-  let prepare = d.prepare
-  let view = d.view
-  let signal: AbortSignal | undefined
-  let timeout = d.queryTimeout
-  if (options !== undefined) {
-    if (typeof options !== 'object' || options === null) throw new ArgumentError('query options must be an object')
-    if (options.rowMode !== undefined) rowMode = checkRowMode(options.rowMode)
-    if (options.prepare !== undefined) prepare = options.prepare === true && prepare
-    if (options.types !== undefined) view = d.catalog.view(checkTypeOptions(options.types, 'types'))
-    signal = checkSignal(options.signal)
-    if (options.timeout !== undefined) timeout = checkTimeout(options.timeout)
+  return (values ?? []) as unknown[]
+}
+
+/**
+ * A query's settings: the queryable's defaults themselves when the options
+ * change none of them (no allocation for the common case), else one object
+ * with the options over the defaults. Every option is checked here, unknown
+ * ones included, before a request exists.
+ */
+function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, known: ReadonlySet<string>, what: string): QuerySettings {
+  if (options === undefined) return d
+  checkOptionKeys(options, known, what)
+  checkSignal(options.signal)
+  checkTimeout(options.timeout)
+  if (options.rowMode === undefined && options.prepare === undefined && options.types === undefined) return d
+  return {
+    rowMode: options.rowMode !== undefined ? checkRowMode(options.rowMode) : d.rowMode,
+    prepare: options.prepare !== undefined ? options.prepare === true && d.prepare : d.prepare,
+    view: options.types !== undefined ? d.catalog.view(checkTypeOptions(options.types, 'types')) : d.view,
   }
-  const vals = (values ?? []) as unknown[]
-  const req = new ExtendedQuery(text, vals, rowMode, prepare, view, vals.length === 0 ? null : declaredTypes(vals), sink)
+}
+
+/** Ties a request to its signal and timeout (checked by settingsOf). */
+function arm(req: ExtendedRequest, d: QueryDefaults, options: { signal?: AbortSignal; timeout?: number } | undefined): void {
+  const signal = options?.signal
   if (signal?.aborted) req.abort(abortErrorOf(signal))
-  else req.watch(signal, timeout)
+  else req.watch(signal, options?.timeout ?? d.queryTimeout)
+}
+
+const declaredOf = (values: readonly unknown[]): number[] | null => (values.length === 0 ? null : declaredTypes(values))
+
+/** Builds the request for query(); throws ArgumentError for bad arguments. */
+export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, options: QueryOptions | undefined): ExtendedQuery {
+  const vals = checkQuery(text, values)
+  const req = new ExtendedQuery(text as string, vals, settingsOf(d, options, queryOptionKeys, 'query'), declaredOf(vals))
+  arm(req, d, options)
   return req
 }
 
 export function makeSimpleQuery(d: QueryDefaults, text: unknown, options: SimpleQueryOptions | undefined): SimpleQuery {
   if (typeof text !== 'string') throw new ArgumentError('query text must be a string')
   if (text.includes('\0')) throw new ArgumentError('query text cannot contain a NUL character')
+  if (options !== undefined) checkOptionKeys(options, simpleQueryOptionKeys, 'simpleQuery')
   const rowMode = options?.rowMode !== undefined ? checkRowMode(options.rowMode) : d.rowMode
   const signal = checkSignal(options?.signal)
   const timeout = options?.timeout !== undefined ? checkTimeout(options.timeout) : d.queryTimeout
@@ -144,7 +167,11 @@ export abstract class Queryable {
       return s
     }
     try {
-      s.bind(makeQuery(this.defaults(), text, values, options, s), (req) => this.aside('stream', text, values, req as ExtendedQuery), null)
+      const d = this.defaults()
+      const vals = checkQuery(text, values)
+      const req = new StreamQuery(text, vals, settingsOf(d, options, streamOptionKeys, 'stream'), declaredOf(vals), s as RowStream<unknown>)
+      arm(req, d, options)
+      s.bind(req, (req) => this.aside('stream', text, values, req as StreamQuery), null)
     } catch (err) {
       s.bind(null, noop, err as Error)
     }
@@ -167,7 +194,11 @@ export abstract class Queryable {
       return c
     }
     try {
-      c.bind(makeQuery(this.defaults(), text, values, options, c), (req) => this.aside('cursor', text, values, req), null)
+      const d = this.defaults()
+      const vals = checkQuery(text, values)
+      const req = new CursorQuery(text, vals, settingsOf(d, options, cursorOptionKeys, 'cursor'), declaredOf(vals), c as Cursor<unknown>)
+      arm(req, d, options)
+      c.bind(req, (req) => this.aside('cursor', text, values, req), null)
     } catch (err) {
       c.bind(null, noop, err as Error)
     }
@@ -183,18 +214,23 @@ export abstract class Queryable {
    * one another in it.
    */
   queryRaw(text: string, values: readonly unknown[] | undefined, destination: RawDestination, options?: RawOptions): Promise<RawResult> {
-    let req: ExtendedQuery
+    let req: RawQuery
     let sink: RawPassThrough
     try {
       const d = destination as Partial<RawDestination> | null
       if (typeof d !== 'object' || d === null || typeof d.write !== 'function' || typeof d.once !== 'function' || typeof d.off !== 'function') {
         throw new ArgumentError('queryRaw() needs a writable stream to write into')
       }
+      if (options !== undefined) checkOptionKeys(options, rawOptionKeys, 'queryRaw')
       const format = options?.format ?? 'binary'
       if (format !== 'binary' && format !== 'text') throw new ArgumentError(`format must be 'binary' or 'text', not ${JSON.stringify(format)}`)
       sink = new RawPassThrough(destination, format === 'text' ? () => false : binaryDecodable)
       const { signal, timeout, prepare } = options ?? {}
-      req = makeQuery(this.defaults(), text, values, { signal, timeout, prepare }, sink)
+      const defaults = this.defaults()
+      const vals = checkQuery(text, values)
+      const narrowed = { signal, timeout, prepare }
+      req = new RawQuery(text, vals, settingsOf(defaults, narrowed, rawOptionKeys, 'queryRaw'), declaredOf(vals), sink)
+      arm(req, defaults, narrowed)
     } catch (err) {
       return Promise.reject(err as Error)
     }
@@ -238,7 +274,7 @@ export abstract class Queryable {
    */
   async copyFromRows(table: string, rows: CopyRowSource, options?: CopyFromRowsOptions): Promise<CopyResult> {
     checkTableName(table)
-    const { signal, timeout } = copyOptions(options)
+    const { signal, timeout } = copyOptions(options, copyFromRowsOptionKeys, 'copyFromRows')
     resolveCopyOptions(options, 'binary')
     if (signal?.aborted) throw abortErrorOf(signal)
     const source = rowSource(rows)
@@ -367,7 +403,7 @@ export abstract class Queryable {
       return s
     }
     try {
-      const { signal, timeout } = copyOptions(options)
+      const { signal, timeout } = copyOptions(options, copyToRowsOptionKeys, 'copyToRows')
       const d = this.defaults()
       const rowMode = options?.rowMode !== undefined ? checkRowMode(options.rowMode) : d.rowMode
       const types = checkTypeOptions(options?.types, 'types')

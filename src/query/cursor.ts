@@ -1,9 +1,8 @@
 import type { RequestContext } from '../connection/request.js'
 import { rejectionAtCaller } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
-import type { ExtendedQuery } from './extended-query.js'
+import type { CursorQuery } from './cursor-query.js'
 import type { Field, Row } from './result.js'
-import { SinkKind, type RowSink } from './row-sink.js'
 
 const noop = (): void => {}
 
@@ -23,8 +22,7 @@ const enum State {
  * or closed, and nothing else is sent on that connection meanwhile: queries
  * issued in between wait (on a pool, they go to other connections).
  */
-export class Cursor<R = Row> implements AsyncIterable<R[]>, RowSink {
-  readonly kind = SinkKind.Cursor
+export class Cursor<R = Row> implements AsyncIterable<R[]> {
   /** The result columns, once the first batch has arrived. */
   fields: Field[] = []
   /** The command tag's command ('SELECT'), once the portal is exhausted. */
@@ -37,15 +35,15 @@ export class Cursor<R = Row> implements AsyncIterable<R[]>, RowSink {
   private ready: R[][] = []
   private last = false
   private waiter: { resolve: (rows: R[]) => void; reject: (e: Error) => void } | null = null
-  private req: ExtendedQuery | null = null
-  private send: ((req: ExtendedQuery) => void) | null = null
+  private req: CursorQuery | null = null
+  private send: ((req: CursorQuery) => void) | null = null
   private failure: Error | null = null
   private total = 0
 
   constructor(readonly batchSize: number) {}
 
   /** @internal */
-  bind(req: ExtendedQuery | null, send: (req: ExtendedQuery) => void, error: Error | null): void {
+  bind(req: CursorQuery | null, send: (req: CursorQuery) => void, error: Error | null): void {
     this.req = req
     this.send = send
     this.failure = error
@@ -162,21 +160,20 @@ export class Cursor<R = Row> implements AsyncIterable<R[]>, RowSink {
     else w.resolve([])
   }
 
-  // --- RowSink ----------------------------------------------------------------
+  // --- What the request feeds in (see BatchConsumer) ------------------------
 
-  formats(): number[] {
-    return []
-  }
-
+  /** @internal Rows follow, in these columns. */
   begin(fields: FieldDescription[], _ctx: RequestContext): void {
     this.fields = fields
   }
 
+  /** @internal One decoded row. */
   row(row: unknown): void {
     this.current.push(row as R)
     this.total++
   }
 
+  /** @internal The batch asked for is complete; `last` when the portal is exhausted. */
   batch(last: boolean): void {
     const rows = this.current
     this.current = []
@@ -194,7 +191,4 @@ export class Cursor<R = Row> implements AsyncIterable<R[]>, RowSink {
     // The last batch was empty: a waiting reader learns of the end when the query settles.
   }
 
-  message(): void {}
-  error(): void {}
-  chunkEnd(): void {}
 }

@@ -2,8 +2,8 @@ import type { RequestContext } from '../connection/request.js'
 import { AbortError, type PgErrorFields } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import { Writer } from '../protocol/writer.js'
-import type { ExtendedQuery } from './extended-query.js'
-import { SinkKind, type RowSink } from './row-sink.js'
+import type { Abortable } from './abort.js'
+import type { MessageConsumer } from './raw-query.js'
 
 /** What queryRaw() writes into: any Node writable (an HTTP response, a file, a socket). */
 export interface RawDestination {
@@ -58,9 +58,7 @@ export function encodeErrorResponse(fields: PgErrorFields): Uint8Array {
  * go out as one view of that chunk, without a copy. When the destination
  * pushes back, the connection stops reading until it drains.
  */
-export class RawPassThrough implements RowSink {
-  readonly kind = SinkKind.Raw
-  readonly batchSize = 0
+export class RawPassThrough implements MessageConsumer {
   /** Bytes written to the destination. */
   bytes = 0
   private ctx: RequestContext | null = null
@@ -68,7 +66,7 @@ export class RawPassThrough implements RowSink {
   private runStart = 0
   private runEnd = 0
   private paused = false
-  private req: ExtendedQuery | null = null
+  private req: Abortable | null = null
   private readonly onDrain = (): void => this.resume()
   private readonly onGone = (err?: unknown): void => this.gone(err)
 
@@ -78,7 +76,7 @@ export class RawPassThrough implements RowSink {
   ) {}
 
   /** @internal Watches the destination while `req` runs. */
-  attach(req: ExtendedQuery): void {
+  attach(req: Abortable & { readonly promise: Promise<unknown> }): void {
     this.req = req
     this.dest.once('close', this.onGone)
     this.dest.once('error', this.onGone)
@@ -101,7 +99,7 @@ export class RawPassThrough implements RowSink {
     return any ? formats : []
   }
 
-  begin(_fields: FieldDescription[], ctx: RequestContext): void {
+  begin(ctx: RequestContext): void {
     this.ctx = ctx
   }
 
@@ -158,6 +156,4 @@ export class RawPassThrough implements RowSink {
     this.req?.abort(new AbortError(message, err))
   }
 
-  row(): void {}
-  batch(): void {}
 }

@@ -5,6 +5,9 @@ export type Field = FieldDescription
 
 export type Row = Record<string, unknown>
 
+/** 'object': rows keyed by column name; 'array': rows as arrays in column order. */
+export type RowMode = 'object' | 'array'
+
 /** The outcome of one statement. */
 export interface Result<R = Row> {
   /** Rows as objects keyed by column name, or as arrays with rowMode: 'array'. */

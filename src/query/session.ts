@@ -98,7 +98,7 @@ export class Session {
   }
 
   private runLookup(oids: number[], send: (req: Request) => void): Promise<void> {
-    const req = new ExtendedQuery(typeLookupSql(this.serverVersion()), [oids], 'object', false, this.catalog.view(), null)
+    const req = new ExtendedQuery(typeLookupSql(this.serverVersion()), [oids], { rowMode: 'object', prepare: false, view: this.catalog.view() }, null)
     send(req)
     return req.promise.then(
       (result) => {
@@ -114,6 +114,11 @@ export class Session {
       },
     )
   }
+}
+
+/** The session a connection carries for the query layer (see Client): what every request written on it shares. */
+export function sessionOf(ctx: RequestContext): Session {
+  return ctx.attachment as Session
 }
 
 interface LookupRow {

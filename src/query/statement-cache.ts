@@ -1,8 +1,12 @@
 import type { PgError } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
+import { writeClose, writeSync } from '../protocol/frontend.js'
+import { SqlState } from '../protocol/sql-state.js'
+import type { Writer } from '../protocol/writer.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import type { RowPlan } from '../types/row-plan.js'
 import type { TypeView } from '../types/view.js'
+import { Step } from './exchange.js'
 
 export const enum StatementState {
   /** Parse has been written; its replies have not all arrived. */
@@ -62,7 +66,7 @@ export class Statement {
   users = 0
   /** Why Parse failed, reported to executions that were bound before the failure was known. */
   parseError: PgError | null = null
-  /** The transaction (its token) this statement was prepared in, if any: see ExtendedQuery.encode. */
+  /** The transaction (its token) this statement was prepared in, if any: see StatementCache.find. */
   preparedIn: object | null = null
   // The shape for the view used last (nearly always the client's own), and any others.
   private shapeView: TypeView | null = null
@@ -124,6 +128,37 @@ export class StatementCache {
 
   get size(): number {
     return this.map.size
+  }
+
+  /**
+   * The cached statement for a query's text and typed() parameter types, if
+   * any. `tx` is the transaction the query runs in: until the connection is
+   * known to reach the server directly, a statement prepared before this
+   * transaction may live on another server connection of a pooler, where
+   * binding it could fail with 26000, and inside a transaction that aborts
+   * everything. It is prepared again within this one.
+   */
+  find(key: string, tx: object | null, direct: boolean): Statement | undefined {
+    const stmt = this.get(key)
+    if (stmt !== undefined && tx !== null && stmt.preparedIn !== tx && !direct) {
+      this.retire(stmt)
+      return undefined
+    }
+    return stmt
+  }
+
+  /**
+   * Closes evicted statements behind the request being written, each with its
+   * own Sync so that a failure there concerns nobody; returns how many.
+   */
+  writeEvictedCloses(w: Writer): number {
+    if (this.evicted.length === 0) return 0
+    const closing = this.takeEvicted()
+    for (const old of closing) {
+      writeClose(w, 'S', old.name)
+      writeSync(w)
+    }
+    return closing.length
   }
 
   get(key: string): Statement | undefined {
@@ -194,4 +229,55 @@ export class StatementCache {
     this.map.clear()
     this.lastKey = undefined
   }
+}
+
+/** The cache key of a query: its text, plus the parameter types given with typed(). */
+export function statementKey(text: string, declared: readonly number[] | null): string {
+  return declared === null ? text : `${text}\0${declared.join(',')}`
+}
+
+/** What an ErrorResponse means for the named statement a request used. */
+export const enum StatementFault {
+  None,
+  /** The server lost the statement (or had one of its name) before anything ran: the query may be sent again. */
+  Lost,
+  /** The statement's own Parse failed earlier: that error, not "does not exist", is the one to report. */
+  ParseFailed,
+}
+
+/**
+ * Updates the cache after an ErrorResponse to a request that used `stmt`,
+ * received at `step` of its exchange; `parsing` when that request wrote the
+ * statement's Parse. `cache` is null once the connection stopped caching.
+ */
+export function statementFailed(cache: StatementCache | null, stmt: Statement, err: PgError, parsing: boolean, step: Step): StatementFault {
+  const code = err.code
+  if (parsing && step === Step.Parse && code === SqlState.DuplicatePreparedStatement) {
+    // Our Parse met a statement of the same name on the server: not ours,
+    // since names are unique to this process. The server skips to the Sync,
+    // so nothing ran.
+    cache?.delete(stmt)
+    return StatementFault.Lost
+  }
+  if (parsing && (step === Step.Parse || step === Step.ParamDesc || step === Step.StmtDesc)) {
+    // The statement does not exist on the server: forget it, and let later
+    // executions bound to it report this error instead of "does not exist".
+    stmt.parseError = err
+    cache?.delete(stmt)
+    return StatementFault.None
+  }
+  if (code === SqlState.InvalidSqlStatementName && stmt.parseError !== null) return StatementFault.ParseFailed
+  if (code === SqlState.InvalidSqlStatementName && (step === Step.Bind || step === Step.ParamDesc)) {
+    // Prepared by an earlier Sync, gone now: DEALLOCATE, or a pooler that gave
+    // this Sync another server connection. Bind (or Describe) failed, so the
+    // query never ran and can be sent again.
+    cache?.delete(stmt)
+    return StatementFault.Lost
+  }
+  if (code === SqlState.InvalidSqlStatementName || (code === SqlState.FeatureNotSupported && /cached plan/.test(err.message))) {
+    // The server lost the statement (DEALLOCATE) or its result type changed
+    // under it: prepare it afresh next time.
+    cache?.delete(stmt)
+  }
+  return StatementFault.None
 }

@@ -2,7 +2,6 @@ import type { Request, RequestContext } from '../connection/request.js'
 import { AbortError, rejectionAtCaller } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import type { Field, Row } from './result.js'
-import { SinkKind, type RowSink } from './row-sink.js'
 
 const noop = (): void => {}
 
@@ -30,9 +29,7 @@ const enum State {
  * socket, so the server is held back by TCP flow control and memory stays flat
  * however large the result. Leaving the loop early cancels the query.
  */
-export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R>, RowSink {
-  readonly kind = SinkKind.Stream
-  readonly batchSize = 0
+export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R> {
   /** The result columns, once the first row (or the end) has arrived. */
   fields: Field[] = []
   /** The command tag's command ('SELECT'), once the stream has ended. */
@@ -161,17 +158,15 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R>, R
     this.ctx?.resumeReading(this)
   }
 
-  // --- RowSink ----------------------------------------------------------------
+  // --- What the request feeds in (see RowConsumer) --------------------------
 
-  formats(): number[] {
-    return []
-  }
-
+  /** @internal Rows follow, in these columns. */
   begin(fields: FieldDescription[], ctx: RequestContext): void {
     this.fields = fields
     this.ctx = ctx
   }
 
+  /** @internal One decoded row. */
   row(row: unknown): void {
     if (this.state !== State.Running) return
     const w = this.waiter
@@ -187,8 +182,4 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R>, R
     }
   }
 
-  batch(): void {}
-  message(): void {}
-  error(): void {}
-  chunkEnd(): void {}
 }

@@ -1,0 +1,105 @@
+import type { RequestContext } from '../connection/request.js'
+import type { FieldDescription } from '../protocol/backend.js'
+import type { RowPlan } from '../types/row-plan.js'
+import type { AbortWatch } from './abort.js'
+import type { Statement } from './statement-cache.js'
+
+// The state an extended-protocol request keeps while it talks to the server,
+// shared by every way of consuming a result (see extended-request.ts).
+
+export const noFormats: number[] = []
+export const noFields: FieldDescription[] = []
+export const noOids: readonly number[] = []
+
+// Bits of ExtendedRequest.flags.
+/** This request wrote the Parse of its statement. */
+export const PARSING = 1
+/** Describe S was sent: its replies come before BindComplete. */
+export const DESCRIBING = 2
+/** Bind, Execute and Sync wait for the description (the writer is held meanwhile). */
+export const BIND_DEFERRED = 4
+export const SETTLED = 8
+/** Abandoned before being written: the connection skips it. */
+export const DROPPED = 16
+/** Messages were written without their Sync: after an error the server skips to one, which must be sent. */
+export const UNSYNCED = 32
+/** A cursor's Execute is out: its rows, then PortalSuspended or CommandComplete, are coming. */
+export const EXECUTING = 64
+/** Rows of a consumer that gave up (closed early, or a value failed to decode) are dropped. */
+export const DISCARD = 128
+/** Closed early (a cursor's Close + Sync was written, or it is abandoned while being described). */
+export const CLOSING = 256
+
+// Where an extended-protocol query is in its exchange. Each step accepts only
+// the replies the protocol allows next; anything else is a protocol violation.
+export const enum Step {
+  /** Waiting for ParseComplete. */
+  Parse,
+  /** Waiting for ParameterDescription (named statement being described). */
+  ParamDesc,
+  /** Waiting for RowDescription or NoData of the statement. */
+  StmtDesc,
+  /** Waiting for BindComplete. */
+  Bind,
+  /** Waiting for RowDescription or NoData of the portal (unnamed statements). */
+  PortalDesc,
+  /** DataRows, then CommandComplete or EmptyQueryResponse (or a COPY). */
+  Rows,
+  /** Inside a COPY TO STDOUT started by this query. */
+  CopyOut,
+  /** After CopyDone: CommandComplete comes next. */
+  CopyOutDone,
+  /** COPY FROM STDIN was refused with CopyFail; the server answers with an error. */
+  CopyInRefused,
+  /** A cursor closed early: what is left of its batch, then CloseComplete. */
+  CursorClosing,
+  /** Command complete (or failed): ReadyForQuery comes next. */
+  Complete,
+  /** Closing statements evicted from the cache: CloseComplete, then ReadyForQuery. */
+  CloseComplete,
+  CloseReady,
+  Done,
+}
+
+/** What few requests need, kept out of the request itself (see ExtendedRequest). */
+export interface Extra {
+  /** The abort error, once the signal or timeout fired. */
+  error: Error | null
+  watch: AbortWatch | null
+  /** Parameter types given with typed(), or null. */
+  readonly declared: number[] | null
+  /** The transaction this query runs in (its token), or null. */
+  tx: object | null
+  /** Times this query was sent again after the server lost its statement. */
+  resent: number
+}
+
+/**
+ * What a request needs from the moment it is written: its connection, where it
+ * is in the exchange with the server, and the result being built.
+ */
+export class Exchange {
+  step = Step.Bind
+  stmt: Statement | null = null
+  /** Result formats requested in Bind (empty: all text). */
+  formats: number[] = noFormats
+  plan: RowPlan | null = null
+  /** Catalog version the plan was built at, and the types it did not know then. */
+  planVersion = -1
+  planUnknown: readonly number[] = noOids
+  fields: FieldDescription[] = noFields
+  rows: unknown[] | null = null
+  /** DataRows kept as bytes while the types of their columns are being looked up. */
+  held: Uint8Array[] | null = null
+  typesLookup: Promise<void> | null = null
+  tag = ''
+  failure: Error | null = null
+  /** Statements evicted from the cache whose Close + Sync follow this query's Sync. */
+  closes = 0
+  /** Parameter types from this request's own ParameterDescription (describe-first only). */
+  paramTypes: number[] = noOids as number[]
+  /** The server lost or refused the named statement before anything ran: send the query again (see ExtendedRequest.error). */
+  resend = false
+
+  constructor(readonly ctx: RequestContext) {}
+}

@@ -1,0 +1,586 @@
+import { ArgumentError, ParameterError, PgError, ProtocolError, rejectionAtCaller, type PgErrorFields } from '../errors.js'
+import { copyBytes } from '../protocol/reader.js'
+import type { Request, RequestContext } from '../connection/request.js'
+import { decodeCommandComplete, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
+import { writeBind, writeCopyFail, writeDescribe, writeExecuteSync, writeFlush, writeParse, writeSync } from '../protocol/frontend.js'
+import { Backend, backendMessageName } from '../protocol/message-codes.js'
+import type { Writer } from '../protocol/writer.js'
+import type { TypeView } from '../types/view.js'
+import { AbortWatch, type Abortable } from './abort.js'
+import { checkCount, checkText, needsTypes, presize, writeParam } from './binder.js'
+import { BIND_DEFERRED, CLOSING, DESCRIBING, DROPPED, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, SETTLED, Step, UNSYNCED, type Extra } from './exchange.js'
+import { parseCommandTag, type Result, type RowMode } from './result.js'
+import { sessionOf, type Session } from './session.js'
+import { cacheableText, makeShape, StatementFault, statementFailed, statementKey, StatementState } from './statement-cache.js'
+
+/** A query's options, resolved once: its own over its queryable's defaults. */
+export interface QuerySettings {
+  readonly rowMode: RowMode
+  readonly prepare: boolean
+  readonly view: TypeView
+}
+
+/**
+ * What a failed query's promise is resolved with: resolving a promise with a
+ * rejecting one rejects it, so a query keeps only the resolve function of its
+ * promise (the reject function V8 creates with it is garbage at once: 64 bytes
+ * less per queued query), and the error gains the caller's frames on its way
+ * (see rejectionAtCaller).
+ */
+const rejection = rejectionAtCaller
+
+/** Sent again at most this often: a server that keeps losing statements gets its error reported. */
+const MAX_RESENDS = 3
+/** ReadyForQuery's status byte outside a transaction block. */
+const IDLE = 0x49
+
+/**
+ * One statement in the extended protocol, as a request the connection can
+ * pipeline: [Parse + Describe S the first time] Bind, [Describe P without a
+ * named statement], Execute, Sync; then, behind its own Sync, Close + Sync
+ * for any statements the cache evicted. Subclasses decide what becomes of
+ * the rows (collected into a result, streamed, read by a cursor, passed on
+ * undecoded); this class keeps the exchange with the server.
+ *
+ * Parameters are encoded by the types the server gave in ParameterDescription
+ * (binary where the codec can), except on the first execution, which is bound
+ * before that description arrives: its parameters go as untyped text and its
+ * results come back in text. When a value cannot be written without knowing its
+ * type (a plain object could be json, a point or a composite), the first
+ * execution is described before it is bound: it holds back the requests behind
+ * it for that one round trip.
+ */
+export abstract class ExtendedRequest implements Request, Abortable {
+  readonly promise: Promise<Result<unknown>>
+  /** Also rejects: see rejection. */
+  private resolve!: (r: Result<unknown> | PromiseLike<never>) => void
+  // A query waiting in a queue a million long must stay small (about 250
+  // bytes with its promise): booleans share one field, the state of the
+  // exchange with the server is allocated only when the query is written, and
+  // what few queries need (a signal or timeout, typed() parameters) lives in
+  // one object that is null for the rest.
+  protected flags = 0
+  protected extra: Extra | null = null
+  /** The exchange with the server, from the moment the query is written. */
+  protected x: Exchange | null = null
+  protected readonly values: readonly unknown[]
+
+  constructor(
+    readonly text: string,
+    values: readonly unknown[],
+    protected readonly settings: QuerySettings,
+    /** Parameter types given with typed(), or null. */
+    declared: number[] | null,
+  ) {
+    this.promise = new Promise((resolve) => {
+      this.resolve = resolve
+    })
+    this.values = values
+    if (declared !== null) this.extra = { error: null, watch: null, declared, tx: null, resent: 0 }
+  }
+
+  // --- What a way of consuming the result decides --------------------------
+
+  /**
+   * Rows that are decoded as they arrive cannot wait for a type lookup: the
+   * statement is described, and its types learned, before it is bound.
+   */
+  protected get describeFirst(): boolean {
+    return false
+  }
+
+  /** Result formats to ask for in Bind. */
+  protected resultFormats(_fields: readonly FieldDescription[], preferred: number[]): number[] {
+    return preferred
+  }
+
+  /** What follows Bind: Execute and Sync. */
+  protected writeTail(w: Writer, _ctx: RequestContext): void {
+    writeExecuteSync(w)
+  }
+
+  /** False when no Sync may follow this request's own (a cursor's portal would end). */
+  protected get closesEvicted(): boolean {
+    return true
+  }
+
+  /** The portal's RowDescription, before rowsBegin(), for a consumer that passes messages on. */
+  protected portalDescription(_buf: Uint8Array, _start: number, _end: number): void {}
+
+  /** Rows may follow, in these columns. */
+  protected abstract rowsBegin(x: Exchange, fields: FieldDescription[]): void
+
+  /** One DataRow, its body [start, end) in buf. */
+  protected abstract row(x: Exchange, buf: Uint8Array, start: number, end: number): void
+
+  /** CommandComplete or EmptyQueryResponse arrived (x.tag is set for the former). */
+  protected completed(_x: Exchange, _buf: Uint8Array, _start: number, _end: number): void {}
+
+  /** PortalSuspended: only a cursor executes with a row limit. */
+  protected suspended(_x: Exchange): void {
+    this.violation(Backend.PortalSuspended)
+  }
+
+  /** The server's error for this query becomes its failure. */
+  protected failed(x: Exchange, _fields: PgErrorFields, err: PgError): void {
+    x.failure = err
+  }
+
+  /** Abandoned while written: the server is asked to stop it. */
+  protected stop(x: Exchange): void {
+    x.ctx.requestCancel(this)
+  }
+
+  /** At ReadyForQuery: settles the promise with what was gathered. */
+  protected finish(x: Exchange): void {
+    this.settle(x)
+  }
+
+  /** False for a consumer that has seen the error already: it cannot be sent again. */
+  protected get resendable(): boolean {
+    return true
+  }
+
+  // --- The request ---------------------------------------------------------
+
+  /** The session of the connection this request was written on. */
+  protected get session(): Session {
+    return sessionOf(this.x!.ctx)
+  }
+
+  /** Abandoned before being written: the connection skips it. */
+  get dropped(): boolean {
+    return (this.flags & DROPPED) !== 0
+  }
+
+  protected get abortError(): Error | null {
+    return this.extra?.error ?? null
+  }
+
+  /** True once the request was written to a connection (the server may have seen it). */
+  get wasSent(): boolean {
+    return this.x !== null
+  }
+
+  /** Ties the request to an AbortSignal and/or a timeout (ms). */
+  watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
+    if (signal === undefined && timeout === undefined) return
+    this.extras().watch = new AbortWatch(this, signal, timeout)
+  }
+
+  private extras(): Extra {
+    return (this.extra ??= { error: null, watch: null, declared: null, tx: null, resent: 0 })
+  }
+
+  /** Marks the query as part of the transaction `token` (see StatementCache.find). */
+  inTransaction(token: object): void {
+    this.extras().tx = token
+  }
+
+  /** Aborted by its signal or timeout: dropped if not written yet, else cancelled on the server. */
+  abort(err: Error): void {
+    if ((this.flags & SETTLED) !== 0 || this.abortError !== null) return
+    this.extras().error = err
+    const x = this.x
+    if (x === null) {
+      this.flags |= DROPPED
+      this.rejectWith(err)
+      return
+    }
+    this.stop(x)
+  }
+
+  protected rejectWith(err: Error): void {
+    if ((this.flags & SETTLED) !== 0) return
+    this.flags |= SETTLED
+    this.extra?.watch?.done()
+    const abort = this.abortError
+    if (abort !== null && abort !== err && err instanceof Error) {
+      // Keep what actually happened (the server's query_canceled, a lost connection) as the cause.
+      if (abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
+    }
+    this.resolve(rejection(abort ?? err))
+  }
+
+  private resolveWith(r: Result<unknown>): void {
+    if ((this.flags & SETTLED) !== 0) return
+    if (this.abortError !== null) return this.rejectWith(this.abortError)
+    this.flags |= SETTLED
+    this.extra?.watch?.done()
+    this.resolve(r)
+  }
+
+  encode(w: Writer, ctx: RequestContext): void {
+    const x = new Exchange(ctx)
+    this.x = x
+    const session = sessionOf(ctx)
+    // A huge generated text is not worth keeping as a prepared statement, here or on the server.
+    const cache = this.settings.prepare && cacheableText(this.text) ? session.statements : null
+    if (cache === null) return this.encodeUnnamed(w, ctx, x)
+
+    const declared = this.extra?.declared ?? null
+    let stmt = cache.find(statementKey(this.text, declared), this.extra?.tx ?? null, session.pooling === 'direct')
+    const created = stmt === undefined
+    if (stmt === undefined) {
+      checkText(this.text)
+      stmt = cache.create(statementKey(this.text, declared), this.text, declared ?? noOids)
+      stmt.preparedIn = this.extra?.tx ?? null
+      writeParse(w, stmt.name, this.text, stmt.declaredTypes)
+      writeDescribe(w, 'S', stmt.name)
+    }
+    const view = this.settings.view
+    const shape = stmt.state === StatementState.Ready ? stmt.shape(view, session.catalog) : null
+    if (shape !== null && (!this.describeFirst || shape.unknown.length === 0)) {
+      const types = stmt.paramTypes!
+      checkCount(this.values, types)
+      const formats = this.resultFormats(stmt.fields!, shape.resultFormats)
+      x.formats = formats
+      x.plan = shape.plan
+      x.planVersion = shape.version
+      x.planUnknown = shape.unknown
+      presize(w, this.values)
+      writeBind(w, '', stmt.name, this.values.length, (w, i) => writeParam(w, view, this.values, i, types[i]!), formats)
+    } else if (this.describeFirst || needsTypes(this.values, stmt.declaredTypes)) {
+      if (!created) writeDescribe(w, 'S', stmt.name)
+      writeFlush(w)
+      this.flags |= DESCRIBING | BIND_DEFERRED | UNSYNCED
+      ctx.holdWriter(this)
+    } else {
+      const declaredTypes = stmt.declaredTypes
+      presize(w, this.values)
+      writeBind(w, '', stmt.name, this.values.length, (w, i) => writeParam(w, view, this.values, i, declaredTypes[i] ?? 0), noFormats)
+    }
+    if ((this.flags & BIND_DEFERRED) === 0) this.writeTail(w, ctx)
+
+    // Past this point nothing can throw: commit the cache changes.
+    stmt.users++
+    x.stmt = stmt
+    if (created) {
+      this.flags |= PARSING | DESCRIBING
+      x.step = Step.Parse
+      cache.insert(stmt)
+    } else {
+      x.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
+    }
+    // Not behind a cursor: a Sync would end its portal; the next query closes them.
+    if (this.closesEvicted) x.closes = cache.writeEvictedCloses(w)
+  }
+
+  private encodeUnnamed(w: Writer, ctx: RequestContext, x: Exchange): void {
+    checkText(this.text)
+    const declared = this.extra?.declared ?? noOids
+    writeParse(w, '', this.text, declared)
+    x.step = Step.Parse
+    if (this.describeFirst || needsTypes(this.values, declared)) {
+      writeDescribe(w, 'S', '')
+      writeFlush(w)
+      this.flags |= DESCRIBING | BIND_DEFERRED | UNSYNCED
+      ctx.holdWriter(this)
+      return
+    }
+    presize(w, this.values)
+    const view = this.settings.view
+    writeBind(w, '', '', this.values.length, (w, i) => writeParam(w, view, this.values, i, declared[i] ?? 0), noFormats)
+    writeDescribe(w, 'P', '')
+    writeExecuteSync(w)
+  }
+
+  /**
+   * The deferred Bind of a statement described first: parameters by their
+   * types, results in the formats the view prefers. If a value does not fit
+   * its type, Sync alone closes the exchange and the query fails with that.
+   */
+  private bindDescribed(fields: FieldDescription[], paramTypes: number[]): void {
+    const x = this.x!
+    const ctx = x.ctx
+    this.flags &= ~(BIND_DEFERRED | UNSYNCED)
+    const name = x.stmt?.name ?? ''
+    const view = this.settings.view
+    try {
+      if (this.abortError !== null || (this.flags & CLOSING) !== 0) {
+        // Aborted or closed while being described: nothing was executed, nothing will be.
+        ctx.writeNow(writeSync)
+        x.step = Step.Complete
+        return
+      }
+      checkCount(this.values, paramTypes)
+      const catalog = this.session.catalog
+      const shape = x.stmt !== null ? x.stmt.shape(view, catalog) : makeShape(fields, paramTypes, view, catalog)
+      const formats = this.resultFormats(fields, shape.resultFormats)
+      ctx.writeNow((w) => {
+        presize(w, this.values)
+        writeBind(w, '', name, this.values.length, (w, i) => writeParam(w, view, this.values, i, paramTypes[i]!), formats)
+        this.writeTail(w, ctx)
+      })
+      x.formats = formats
+      x.plan = shape.plan
+      x.planVersion = shape.version
+      x.planUnknown = shape.unknown
+      x.step = Step.Bind
+    } catch (err) {
+      if (!(err instanceof ParameterError || err instanceof ArgumentError)) throw err
+      this.flags &= ~(EXECUTING | UNSYNCED)
+      ctx.writeNow(writeSync)
+      x.failure = err
+      x.step = Step.Complete
+    } finally {
+      // A cursor keeps the writer until it closes.
+      if ((this.flags & UNSYNCED) === 0) ctx.releaseWriter(this)
+    }
+  }
+
+  protected violation(type: number): never {
+    throw new ProtocolError(`server sent ${backendMessageName(type)} where a reply to Parse/Bind/Execute could not contain it (query step ${this.x?.step})`)
+  }
+
+  handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
+    const x = this.x!
+    switch (type) {
+      case Backend.DataRow:
+        if (x.step !== Step.Rows) {
+          if (x.step === Step.CursorClosing) return false
+          this.violation(type)
+        }
+        if (x.held !== null) x.held.push(copyBytes(buf, start, end))
+        else this.row(x, buf, start, end)
+        return false
+      case Backend.ParseComplete:
+        if (x.step !== Step.Parse) this.violation(type)
+        x.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
+        return false
+      case Backend.ParameterDescription:
+        if (x.step !== Step.ParamDesc) this.violation(type)
+        x.paramTypes = decodeParameterDescription(buf, start, end)
+        if (x.stmt !== null) x.stmt.paramTypes = x.paramTypes
+        x.step = Step.StmtDesc
+        return false
+      case Backend.RowDescription:
+        if (x.step === Step.StmtDesc) this.described(decodeRowDescription(buf, start, end))
+        else if (x.step === Step.PortalDesc) {
+          this.rowsBegin(x, decodeRowDescription(buf, start, end))
+          this.portalDescription(buf, start, end)
+        } else this.violation(type)
+        return false
+      case Backend.NoData:
+        if (x.step === Step.StmtDesc) this.described(noFields)
+        else if (x.step === Step.PortalDesc) this.rowsBegin(x, noFields)
+        else this.violation(type)
+        return false
+      case Backend.BindComplete:
+        if (x.step !== Step.Bind) this.violation(type)
+        this.bound(x)
+        return false
+      case Backend.CommandComplete:
+        if (x.step !== Step.Rows && x.step !== Step.CopyOutDone) this.violation(type)
+        x.tag = decodeCommandComplete(buf, start, end)
+        this.session.commandCompleted(x.tag)
+        x.step = Step.Complete
+        this.completed(x, buf, start, end)
+        return false
+      case Backend.EmptyQueryResponse:
+        if (x.step !== Step.Rows) this.violation(type)
+        x.step = Step.Complete
+        this.completed(x, buf, start, end)
+        return false
+      case Backend.PortalSuspended:
+        if (x.step !== Step.Rows || (this.flags & EXECUTING) === 0) this.violation(type)
+        this.suspended(x)
+        return false
+      case Backend.CopyOutResponse:
+        if (x.step !== Step.Rows) this.violation(type)
+        x.step = Step.CopyOut
+        x.failure ??= new ProtocolError('COPY TO STDOUT cannot run through query(); its data was discarded')
+        return false
+      case Backend.CopyData:
+        if (x.step !== Step.CopyOut) this.violation(type)
+        return false
+      case Backend.CopyDone:
+        if (x.step !== Step.CopyOut) this.violation(type)
+        x.step = Step.CopyOutDone
+        return false
+      case Backend.CopyInResponse:
+        if (x.step !== Step.Rows) this.violation(type)
+        return this.refuseCopyIn(x)
+      case Backend.CloseComplete:
+        if (x.step === Step.CursorClosing) x.step = Step.Complete
+        else if (x.step !== Step.CloseComplete) this.violation(type)
+        else x.step = Step.CloseReady
+        return false
+      case Backend.ReadyForQuery:
+        return this.ready(x, buf[start]!)
+      default:
+        this.violation(type)
+    }
+  }
+
+  /** BindComplete: the columns are known by now, unless the portal is described next. */
+  protected bound(x: Exchange): void {
+    if (x.stmt === null) {
+      if ((this.flags & DESCRIBING) !== 0) this.rowsBegin(x, x.fields)
+      else x.step = Step.PortalDesc
+      return
+    }
+    // A statement parsed by an earlier request is described by now: its
+    // Describe replies came before this Bind's.
+    const fields = x.stmt.fields
+    if (fields === null) throw new ProtocolError('server completed a Bind for a statement it never described')
+    this.rowsBegin(x, fields)
+  }
+
+  /** The description of the statement, from this request's own Describe. */
+  private described(fields: FieldDescription[]): void {
+    const x = this.x!
+    const stmt = x.stmt
+    const catalog = this.session.catalog
+    if (stmt !== null) {
+      stmt.fields = fields
+      if (stmt.state === StatementState.Parsing) stmt.state = StatementState.Ready
+    } else x.fields = fields
+    x.step = Step.Bind
+    if ((this.flags & BIND_DEFERRED) !== 0) {
+      // The parameters are bound by their types, so unknown ones must be
+      // learned first: looked up right now, ahead of everything queued (this
+      // request holds the writer), then bound.
+      const unknown = x.paramTypes.filter((oid) => !catalog.knows(oid))
+      if (this.describeFirst) for (const f of fields) if (!catalog.knows(f.typeOid)) unknown.push(f.typeOid)
+      if (unknown.length > 0 && this.abortError === null && (this.flags & CLOSING) === 0) {
+        void this.session.lookupTypesAhead(unknown, x.ctx).then(() => {
+          if (x.step === Step.Bind) this.bindDescribed(fields, x.paramTypes)
+        })
+      } else this.bindDescribed(fields, x.paramTypes)
+    } else if (stmt !== null) {
+      // Start learning unknown parameter and column types now, for the executions to come.
+      const shape = stmt.shape(this.settings.view, catalog)
+      if (shape.unknown.length > 0) void this.session.lookupTypes(shape.unknown)
+    }
+  }
+
+  /**
+   * COPY FROM STDIN belongs to copyFrom(), not query(). If nothing was written
+   * behind this query, CopyFail + Sync ends the copy cleanly (the server ignores
+   * the Sync we sent with Execute while in copy mode). If other requests were
+   * written already, the server has taken their messages as the copy's end and
+   * skipped them: the stream can no longer be matched to requests, so the
+   * connection is closed rather than risk a misattributed result.
+   */
+  private refuseCopyIn(x: Exchange): boolean {
+    const ctx = x.ctx
+    if (ctx.inflightBehind > 0) {
+      ctx.destroy(new ProtocolError('COPY FROM STDIN was started through query() while other queries were in flight; use copyFrom() for COPY FROM STDIN'))
+      return false
+    }
+    x.failure ??= new ProtocolError('COPY FROM STDIN cannot run through query(); use copyFrom()')
+    ctx.writeNow((w) => {
+      writeCopyFail(w, 'COPY FROM STDIN is not supported through query()')
+      writeSync(w)
+    })
+    x.step = Step.CopyInRefused
+    return false
+  }
+
+  error(fields: PgErrorFields): void {
+    const x = this.x!
+    const step = x.step
+    if (step === Step.CopyInRefused) {
+      // The answer to our CopyFail; the failure explaining why is already set.
+      x.step = Step.Complete
+      return
+    }
+    if (step === Step.CloseComplete) {
+      // A failed Close of an evicted statement concerns nobody; its ReadyForQuery follows.
+      x.step = Step.CloseReady
+      return
+    }
+    if (step === Step.CloseReady || step === Step.Done || (step === Step.Complete && x.failure instanceof PgError)) {
+      throw new ProtocolError(`server sent an ErrorResponse where it was not allowed: ${fields.message}`)
+    }
+    const stmt = x.stmt
+    let err = new PgError(fields, this.text)
+    if (stmt !== null) {
+      const fault = statementFailed(this.session.statements, stmt, err, (this.flags & PARSING) !== 0, step)
+      if (fault === StatementFault.ParseFailed) err = new PgError(stmt.parseError!, this.text)
+      else if (fault === StatementFault.Lost) this.lostStatement(x)
+    }
+    this.failed(x, fields, err)
+    x.step = Step.Complete
+    if ((this.flags & UNSYNCED) !== 0) {
+      // Written without a Sync yet (a statement described before it is bound,
+      // a cursor between batches): the server now skips to one.
+      this.flags &= ~(BIND_DEFERRED | UNSYNCED)
+      x.ctx.writeNow(writeSync)
+      x.ctx.releaseWriter(this)
+    }
+  }
+
+  private ready(x: Exchange, status: number): boolean {
+    if (x.step === Step.CloseReady) {
+      x.closes--
+      x.step = x.closes > 0 ? Step.CloseComplete : Step.Done
+      if (x.step !== Step.Done) return false
+      if (x.resend) this.sendAgain(x)
+      return true
+    }
+    if (x.step !== Step.Complete && x.step !== Step.CopyInRefused) this.violation(Backend.ReadyForQuery)
+    this.release(x)
+    // Inside a transaction block the failure aborted the transaction: sending
+    // the query again would only fail with 25P02, so the error is reported.
+    if (x.resend && (status !== IDLE || this.abortError !== null || this.extras().resent >= MAX_RESENDS)) x.resend = false
+    if (!x.resend) this.finish(x)
+    if (x.closes > 0) {
+      x.step = Step.CloseComplete
+      return false
+    }
+    x.step = Step.Done
+    if (x.resend) this.sendAgain(x)
+    return true
+  }
+
+  /**
+   * The server lost or refused the statement before anything of this query
+   * ran. Past this connection's first such failure, it stops relying on
+   * named statements (unless it is known to reach the server directly), and
+   * the query is sent again once its ReadyForQuery shows it was not inside a
+   * transaction block.
+   */
+  private lostStatement(x: Exchange): void {
+    const session = this.session
+    if (session.pooling !== 'direct') session.namedStatementsLost()
+    if (this.resendable) x.resend = true
+  }
+
+  /** Starts the exchange afresh on whatever the connection now uses (the unnamed statement, after a pooler lost ours). */
+  private sendAgain(x: Exchange): void {
+    const session = sessionOf(x.ctx)
+    this.extras().resent++
+    this.x = null
+    this.flags = 0
+    session.resend(this)
+  }
+
+  protected settle(x: Exchange): void {
+    if (x.failure !== null) this.rejectWith(x.failure)
+    else {
+      const { command, rowCount } = parseCommandTag(x.tag)
+      this.resolveWith({ rows: x.rows ?? [], rowCount, command, fields: x.fields })
+    }
+  }
+
+  fail(err: Error, _sent: boolean): void {
+    const x = this.x
+    if (x === null) return this.rejectWith(err)
+    if (x.step === Step.Done) return
+    if (x.step < Step.CloseComplete) {
+      this.release(x)
+      this.rejectWith(err)
+    }
+    x.step = Step.Done
+  }
+
+  private release(x: Exchange): void {
+    const stmt = x.stmt
+    if (stmt === null) return
+    const cache = this.session.statements
+    if (cache !== null) cache.release(stmt)
+    else stmt.users--
+  }
+}
