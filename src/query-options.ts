@@ -23,6 +23,12 @@ export interface QueryOptions {
   timeout?: number
 }
 
+/** Options of describe(). */
+export interface DescribeOptions {
+  signal?: AbortSignal
+  timeout?: number
+}
+
 /** Options of stream(). */
 export interface StreamOptions extends QueryOptions {
   /** Rows kept unread before the connection stops reading from the server (default 1000). */
@@ -130,6 +136,7 @@ const keys = (...names: string[]): ReadonlySet<string> => new Set(names)
 export const queryOptionKeys = keys('rowMode', 'prepare', 'types', 'signal', 'timeout')
 export const streamOptionKeys = keys(...queryOptionKeys, 'highWaterMark')
 export const cursorOptionKeys = keys(...queryOptionKeys, 'batchSize')
+export const describeOptionKeys = keys('signal', 'timeout')
 export const rawOptionKeys = keys('format', 'prepare', 'signal', 'timeout')
 export const simpleQueryOptionKeys = keys('rowMode', 'signal', 'timeout')
 export const copyOptionKeys = keys('signal', 'timeout')

@@ -9,6 +9,7 @@ import { CopyRowsSink } from './query/copy-rows.js'
 import { abortErrorOf } from './query/abort.js'
 import { Cursor } from './query/cursor.js'
 import { CursorQuery } from './query/cursor-query.js'
+import { DescribeQuery, type Description } from './query/describe-query.js'
 import { StreamQuery } from './query/consumer-request.js'
 import { ExtendedQuery } from './query/extended-query.js'
 import type { ExtendedRequest, QuerySettings } from './query/extended-request.js'
@@ -23,7 +24,7 @@ import { declaredTypes } from './query/typed.js'
 import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
 
 export * from './query-options.js'
-import { checkOptionKeys, checkRowMode, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, queryOptionKeys, rawOptionKeys, simpleQueryOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { checkOptionKeys, checkRowMode, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, queryOptionKeys, rawOptionKeys, simpleQueryOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
 
 // What every object that runs queries shares (a client, a transaction, a
 // reserved pool connection, a pool): turning user calls into requests, with the
@@ -59,11 +60,13 @@ function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, known: 
 }
 
 /** Ties a request to its signal and timeout (checked by settingsOf). */
-function arm(req: ExtendedRequest, d: QueryDefaults, options: { signal?: AbortSignal; timeout?: number } | undefined): void {
+function arm(req: Pick<ExtendedRequest, 'abort' | 'watch'>, d: QueryDefaults, options: { signal?: AbortSignal; timeout?: number } | undefined): void {
   const signal = options?.signal
   if (signal?.aborted) req.abort(abortErrorOf(signal))
   else req.watch(signal, options?.timeout ?? d.queryTimeout)
 }
+
+const noValues: readonly unknown[] = []
 
 const declaredOf = (values: readonly unknown[]): number[] | null => (values.length === 0 ? null : declaredTypes(values))
 
@@ -149,6 +152,24 @@ export abstract class Queryable {
     if (active(queryChannel)) return this.traced('query', text, values, req, req.promise as Promise<Result<R>>)
     if (!req.dropped) this.dispatch(req)
     return req.promise as Promise<Result<R>>
+  }
+
+  /**
+   * Describes a statement without running it: the types of its parameters
+   * and its result columns, as the server infers them. Types met for the
+   * first time are looked up before it resolves.
+   */
+  describe(text: string, options?: DescribeOptions): Promise<Description> {
+    let req: DescribeQuery
+    try {
+      const d = this.defaults()
+      if (typeof text !== 'string') throw new ArgumentError(`query text must be a string, not ${text === null ? 'null' : typeof text}`)
+      req = new DescribeQuery(text, noValues, settingsOf(d, options, describeOptionKeys, 'describe'), null)
+      arm(req, d, options)
+    } catch (err) {
+      return Promise.reject(err as Error)
+    }
+    return this.traced('describe', text, undefined, req, req.promise)
   }
 
   /**
@@ -284,9 +305,7 @@ export abstract class Queryable {
     try {
       first = await source.next()
       columns = await this.copyColumns(table, options?.columns, first)
-      // Described through a stream so that types met for the first time are looked up first.
-      const described = this.stream(`SELECT ${columns.map((c) => quoteIdentifier(c)).join(', ')} FROM ${table} LIMIT 0`)
-      for await (const _ of described) void _
+      const described = await this.describe(`SELECT ${columns.map((c) => quoteIdentifier(c)).join(', ')} FROM ${table}`)
       encoder = createCopyEncoder(
         described.fields.map((f, i) => ({ name: columns[i]!, typeOid: f.typeOid })),
         this.defaults().catalog,
@@ -415,9 +434,8 @@ export abstract class Queryable {
       if (signal?.aborted) req.abort(abortErrorOf(signal))
       else req.watch(signal, timeout)
       const send = (): void => {
-        const described = this.stream(`SELECT * FROM (${body}\n) AS pipegres_copy LIMIT 0`, [], { types })
         void (async () => {
-          for await (const _ of described) void _
+          const described = await this.describe(`SELECT * FROM (${body}\n) AS pipegres_copy`)
           const columns = described.fields.map((f) => ({ name: f.name, typeOid: f.typeOid }))
           sink.prepare(described.fields, createCopyDecoder(columns, view, { ...options, rowMode }))
         })().then(

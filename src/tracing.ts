@@ -16,8 +16,8 @@ export interface QueryTrace {
   query: string
   /** The first keyword of the statement, upper-cased ('SELECT', 'INSERT', 'WITH', ...). */
   operation: string
-  /** How the query runs: query(), simpleQuery(), stream(), cursor(), queryRaw(), or a COPY. */
-  kind: 'query' | 'simple' | 'stream' | 'cursor' | 'raw' | 'copy'
+  /** How the query runs: query(), simpleQuery(), stream(), cursor(), queryRaw(), a COPY, or describe(). */
+  kind: 'query' | 'simple' | 'stream' | 'cursor' | 'raw' | 'copy' | 'describe'
   database: string
   user: string
   /** The server's host name, address or unix socket directory. */

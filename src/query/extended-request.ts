@@ -1,4 +1,4 @@
-import { ArgumentError, ParameterError, PgError, ProtocolError, rejectionAtCaller, type PgErrorFields } from '../errors.js'
+import { ArgumentError, ParameterError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
 import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
@@ -6,9 +6,9 @@ import { writeBind, writeCopyFail, writeDescribe, writeExecuteSync, writeFlush, 
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
 import type { TypeView } from '../types/view.js'
-import { AbortWatch, type Abortable } from './abort.js'
+import { SettlingRequest } from './settling-request.js'
 import { checkCount, checkText, needsTypes, presize, writeParam } from './binder.js'
-import { BIND_DEFERRED, CLOSING, DESCRIBING, DROPPED, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, SETTLED, Step, UNSYNCED, type Extra } from './exchange.js'
+import { BIND_DEFERRED, CLOSING, DESCRIBING, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, Step, UNSYNCED } from './exchange.js'
 import { parseCommandTag, type Result, type RowMode } from './result.js'
 import { sessionOf, type Session } from './session.js'
 import { cacheableText, makeShape, StatementFault, statementFailed, statementKey, StatementState } from './statement-cache.js'
@@ -19,15 +19,6 @@ export interface QuerySettings {
   readonly prepare: boolean
   readonly view: TypeView
 }
-
-/**
- * What a failed query's promise is resolved with: resolving a promise with a
- * rejecting one rejects it, so a query keeps only the resolve function of its
- * promise (the reject function V8 creates with it is garbage at once: 64 bytes
- * less per queued query), and the error gains the caller's frames on its way
- * (see rejectionAtCaller).
- */
-const rejection = rejectionAtCaller
 
 /** Sent again at most this often: a server that keeps losing statements gets its error reported. */
 const MAX_RESENDS = 3
@@ -50,19 +41,7 @@ const IDLE = 0x49
  * execution is described before it is bound: it holds back the requests behind
  * it for that one round trip.
  */
-export abstract class ExtendedRequest implements Request, Abortable {
-  readonly promise: Promise<Result<unknown>>
-  /** Also rejects: see rejection. */
-  private resolve!: (r: Result<unknown> | PromiseLike<never>) => void
-  // A query waiting in a queue a million long must stay small (about 250
-  // bytes with its promise): booleans share one field, the state of the
-  // exchange with the server is allocated only when the query is written, and
-  // what few queries need (a signal or timeout, typed() parameters) lives in
-  // one object that is null for the rest.
-  protected flags = 0
-  protected extra: Extra | null = null
-  /** The exchange with the server, from the moment the query is written. */
-  protected x: Exchange | null = null
+export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> implements Request {
   protected readonly values: readonly unknown[]
 
   constructor(
@@ -72,11 +51,8 @@ export abstract class ExtendedRequest implements Request, Abortable {
     /** Parameter types given with typed(), or null. */
     declared: number[] | null,
   ) {
-    this.promise = new Promise((resolve) => {
-      this.resolve = resolve
-    })
+    super(declared)
     this.values = values
-    if (declared !== null) this.extra = { error: null, watch: null, declared, tx: null, resent: 0 }
   }
 
   // --- What a way of consuming the result decides --------------------------
@@ -127,7 +103,7 @@ export abstract class ExtendedRequest implements Request, Abortable {
   }
 
   /** Abandoned while written: the server is asked to stop it. */
-  protected stop(x: Exchange): void {
+  protected override stop(x: Exchange): void {
     x.ctx.requestCancel(this)
   }
 
@@ -141,73 +117,9 @@ export abstract class ExtendedRequest implements Request, Abortable {
     return true
   }
 
-  // --- The request ---------------------------------------------------------
-
   /** The session of the connection this request was written on. */
   protected get session(): Session {
     return sessionOf(this.x!.ctx)
-  }
-
-  /** Abandoned before being written: the connection skips it. */
-  get dropped(): boolean {
-    return (this.flags & DROPPED) !== 0
-  }
-
-  protected get abortError(): Error | null {
-    return this.extra?.error ?? null
-  }
-
-  /** True once the request was written to a connection (the server may have seen it). */
-  get wasSent(): boolean {
-    return this.x !== null
-  }
-
-  /** Ties the request to an AbortSignal and/or a timeout (ms). */
-  watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
-    if (signal === undefined && timeout === undefined) return
-    this.extras().watch = new AbortWatch(this, signal, timeout)
-  }
-
-  private extras(): Extra {
-    return (this.extra ??= { error: null, watch: null, declared: null, tx: null, resent: 0 })
-  }
-
-  /** Marks the query as part of the transaction `token` (see StatementCache.find). */
-  inTransaction(token: object): void {
-    this.extras().tx = token
-  }
-
-  /** Aborted by its signal or timeout: dropped if not written yet, else cancelled on the server. */
-  abort(err: Error): void {
-    if ((this.flags & SETTLED) !== 0 || this.abortError !== null) return
-    this.extras().error = err
-    const x = this.x
-    if (x === null) {
-      this.flags |= DROPPED
-      this.rejectWith(err)
-      return
-    }
-    this.stop(x)
-  }
-
-  protected rejectWith(err: Error): void {
-    if ((this.flags & SETTLED) !== 0) return
-    this.flags |= SETTLED
-    this.extra?.watch?.done()
-    const abort = this.abortError
-    if (abort !== null && abort !== err && err instanceof Error) {
-      // Keep what actually happened (the server's query_canceled, a lost connection) as the cause.
-      if (abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
-    }
-    this.resolve(rejection(abort ?? err))
-  }
-
-  private resolveWith(r: Result<unknown>): void {
-    if ((this.flags & SETTLED) !== 0) return
-    if (this.abortError !== null) return this.rejectWith(this.abortError)
-    this.flags |= SETTLED
-    this.extra?.watch?.done()
-    this.resolve(r)
   }
 
   encode(w: Writer, ctx: RequestContext): void {
@@ -428,7 +340,7 @@ export abstract class ExtendedRequest implements Request, Abortable {
   }
 
   /** The description of the statement, from this request's own Describe. */
-  private described(fields: FieldDescription[]): void {
+  protected described(fields: FieldDescription[]): void {
     const x = this.x!
     const stmt = x.stmt
     const catalog = this.session.catalog
@@ -557,12 +469,17 @@ export abstract class ExtendedRequest implements Request, Abortable {
     session.resend(this)
   }
 
+  /** Settles with the failure, or with what describes the outcome (see outcome()). */
   protected settle(x: Exchange): void {
     if (x.failure !== null) this.rejectWith(x.failure)
-    else {
-      const { command, rowCount } = parseCommandTag(x.tag)
-      this.resolveWith({ rows: x.rows ?? [], rowCount, command, fields: x.fields })
-    }
+    else this.resolveWith(this.outcome(x))
+  }
+
+  /** The result: rows gathered, command tag, columns. */
+  protected outcome(x: Exchange): T {
+    const { command, rowCount } = parseCommandTag(x.tag)
+    const result: Result<unknown> = { rows: x.rows ?? [], rowCount, command, fields: x.fields }
+    return result as T
   }
 
   fail(err: Error, _sent: boolean): void {

@@ -1,0 +1,103 @@
+import { rejectionAtCaller } from '../errors.js'
+import { AbortWatch, type Abortable } from './abort.js'
+import { DROPPED, SETTLED, type Exchange, type Extra } from './exchange.js'
+
+/**
+ * What a failed query's promise is resolved with: resolving a promise with a
+ * rejecting one rejects it, so a query keeps only the resolve function of its
+ * promise (the reject function V8 creates with it is garbage at once: 64 bytes
+ * less per queued query), and the error gains the caller's frames on its way
+ * (see rejectionAtCaller).
+ */
+const rejection = rejectionAtCaller
+
+/**
+ * A query's life apart from the protocol (T is what it resolves with): its promise, settled once; its
+ * signal and timeout; being dropped before it is written or stopped after.
+ */
+export abstract class SettlingRequest<T> implements Abortable {
+  readonly promise: Promise<T>
+  /** Also rejects: see rejection. */
+  private resolve!: (r: T | PromiseLike<never>) => void
+  // A query waiting in a queue a million long must stay small (about 250
+  // bytes with its promise): booleans share one field, the state of the
+  // exchange with the server is allocated only when the query is written, and
+  // what few queries need (a signal or timeout, typed() parameters) lives in
+  // one object that is null for the rest.
+  protected flags = 0
+  protected extra: Extra | null = null
+  /** The exchange with the server, from the moment the query is written. */
+  protected x: Exchange | null = null
+
+  constructor(declared: number[] | null) {
+    this.promise = new Promise((resolve) => {
+      this.resolve = resolve
+    })
+    if (declared !== null) this.extra = { error: null, watch: null, declared, tx: null, resent: 0 }
+  }
+
+  /** Abandoned while written: the server is asked to stop it. */
+  protected abstract stop(x: Exchange): void
+
+  /** Abandoned before being written: the connection skips it. */
+  get dropped(): boolean {
+    return (this.flags & DROPPED) !== 0
+  }
+
+  protected get abortError(): Error | null {
+    return this.extra?.error ?? null
+  }
+
+  /** True once the request was written to a connection (the server may have seen it). */
+  get wasSent(): boolean {
+    return this.x !== null
+  }
+
+  /** Ties the request to an AbortSignal and/or a timeout (ms). */
+  watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
+    if (signal === undefined && timeout === undefined) return
+    this.extras().watch = new AbortWatch(this, signal, timeout)
+  }
+
+  protected extras(): Extra {
+    return (this.extra ??= { error: null, watch: null, declared: null, tx: null, resent: 0 })
+  }
+
+  /** Marks the query as part of the transaction `token` (see StatementCache.find). */
+  inTransaction(token: object): void {
+    this.extras().tx = token
+  }
+
+  /** Aborted by its signal or timeout: dropped if not written yet, else cancelled on the server. */
+  abort(err: Error): void {
+    if ((this.flags & SETTLED) !== 0 || this.abortError !== null) return
+    this.extras().error = err
+    const x = this.x
+    if (x === null) {
+      this.flags |= DROPPED
+      this.rejectWith(err)
+      return
+    }
+    this.stop(x)
+  }
+
+  protected rejectWith(err: Error): void {
+    if ((this.flags & SETTLED) !== 0) return
+    this.flags |= SETTLED
+    this.extra?.watch?.done()
+    const abort = this.abortError
+    if (abort !== null && abort !== err && err instanceof Error) {
+      // Keep what actually happened (the server's query_canceled, a lost connection) as the cause.
+      if (abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
+    }
+    this.resolve(rejection(abort ?? err))
+  }
+
+  protected resolveWith(r: T): void {
+    if ((this.flags & SETTLED) !== 0) return
+    if (this.abortError !== null) return this.rejectWith(this.abortError)
+    this.flags |= SETTLED
+    this.extra?.watch?.done()
+    this.resolve(r)
+  }
+}
