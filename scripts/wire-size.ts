@@ -2,11 +2,14 @@
 // reachable from build/src/wire/index.js through relative imports, in bytes,
 // and gzipped. A bundler would drop comments and unused exports, so the raw
 // figure is an upper bound; "code only" strips comments and indentation as a
-// rough stand-in for minification, without a minifier to depend on.
+// rough stand-in for minification. When the bun devDependency is installed,
+// its bundler gives the figure a browser application would actually ship:
+// tree-shaken, minified, gzipped.
 //
 //   npx tsc -p tsconfig.json && node build/scripts/wire-size.js [entry.js]
 
-import { readFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
@@ -27,6 +30,8 @@ export interface WireSize {
   gzip: number
   codeOnlyBytes: number
   codeOnlyGzip: number
+  /** bun build --minify --target=browser of the entry, or null without bun. */
+  bundled: { bytes: number; gzip: number } | null
 }
 
 /** The compiled modules reachable from `entry`, each once, in the order first reached. */
@@ -58,6 +63,15 @@ function codeOnly(text: string): string {
     .join('\n')
 }
 
+/** The entry bundled and minified by bun, as a browser application would ship it. */
+function bundle(entry: string): { bytes: number; gzip: number } | null {
+  const bun = join(root, 'node_modules', '.bin', 'bun')
+  if (!existsSync(bun)) return null
+  const r = spawnSync(bun, ['build', entry, '--minify', '--target=browser'], { encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 })
+  if (r.error || r.status !== 0) throw new Error(`bun build failed: ${r.error?.message ?? r.stderr.toString()}`)
+  return { bytes: r.stdout.length, gzip: gzipSync(r.stdout, { level: 9 }).length }
+}
+
 export function wireSize(entry = join(root, 'build', 'src', 'wire', 'index.js')): WireSize {
   const files = reachableModules(entry)
   const texts = files.map((f) => readFileSync(f, 'utf8'))
@@ -69,6 +83,7 @@ export function wireSize(entry = join(root, 'build', 'src', 'wire', 'index.js'))
     gzip: gzipSync(all, { level: 9 }).length,
     codeOnlyBytes: Buffer.byteLength(stripped),
     codeOnlyGzip: gzipSync(stripped, { level: 9 }).length,
+    bundled: bundle(entry),
   }
 }
 
@@ -78,4 +93,5 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   for (const m of size.modules) console.log(`${String(m.bytes).padStart(8)}  ${m.file}`)
   console.log(`${size.modules.length} modules: ${size.bytes} bytes, ${size.gzip} gzipped`)
   console.log(`code only (comments and indentation stripped): ${size.codeOnlyBytes} bytes, ${size.codeOnlyGzip} gzipped`)
+  if (size.bundled) console.log(`bundled (bun build --minify --target=browser): ${size.bundled.bytes} bytes, ${size.bundled.gzip} gzipped`)
 }
