@@ -51,7 +51,8 @@ export function decodeParameterDescription(buf: Uint8Array, start: number, end: 
   return oids
 }
 
-const errorFieldNames: Record<number, keyof PgErrorFields> = {
+/** The field of each ErrorResponse and NoticeResponse field code (pipegres/wire reads notices with it too). */
+export const errorFieldNames: Record<number, keyof PgErrorFields> = {
   0x53: 'severity', // S
   0x56: 'severityNonLocalized', // V
   0x43: 'code', // C
@@ -72,7 +73,7 @@ const errorFieldNames: Record<number, keyof PgErrorFields> = {
   0x52: 'routine', // R
 }
 
-const numericFields = new Set<keyof PgErrorFields>(['position', 'internalPosition', 'line'])
+export const numericFields: ReadonlySet<keyof PgErrorFields> = new Set<keyof PgErrorFields>(['position', 'internalPosition', 'line'])
 
 /** ErrorResponse and NoticeResponse share this format. Unknown field codes are skipped, as the protocol requires. */
 export function decodeErrorFields(buf: Uint8Array, start: number, end: number, what = 'ErrorResponse'): PgErrorFields {

@@ -1,4 +1,5 @@
-import { readI32, readU32 } from './bytes.js'
+import { MAX_DIMS } from '../types/codecs/array-shape.js'
+import { readInt32, readUint32 } from '../types/codecs/binary.js'
 import { WireProtocolError } from './errors.js'
 import type { BinaryDecoderFn, TextDecoderFn } from './scalars.js'
 
@@ -11,9 +12,10 @@ import type { BinaryDecoderFn, TextDecoderFn } from './scalars.js'
 // and bytes. Text: optional '[l:u]...=' bounds, then nested braces with
 // elements separated by commas, double-quoted with backslash escapes when
 // needed, and an unquoted NULL for NULL.
-
-/** PostgreSQL's limit on array dimensions. */
-const MAX_DIMENSIONS = 6
+//
+// Not the codecs' array decoders (types/codecs/array.ts, array-text.ts): the
+// text parser here hands elements to string decoders (see scalars.ts), and
+// both keep wire's messages and its read-only `lowerBounds`.
 
 function malformed(what: string, detail: string): WireProtocolError {
   return new WireProtocolError(`malformed ${what}: ${detail}`)
@@ -39,10 +41,10 @@ function nest(flat: unknown[], dims: number[]): unknown[] {
 export function binaryArrayDecoder(name: string, elementOid: number, element: BinaryDecoderFn): BinaryDecoderFn {
   return (b, s, e) => {
     if (e - s < 12) throw malformed(name, 'shorter than its 12-byte header')
-    const ndim = readI32(b, s)
-    const flags = readI32(b, s + 4)
-    const oid = readU32(b, s + 8)
-    if (ndim < 0 || ndim > MAX_DIMENSIONS) throw malformed(name, `${ndim} dimensions`)
+    const ndim = readInt32(b, s)
+    const flags = readInt32(b, s + 4)
+    const oid = readUint32(b, s + 8)
+    if (ndim < 0 || ndim > MAX_DIMS) throw malformed(name, `${ndim} dimensions`)
     if (flags !== 0 && flags !== 1) throw malformed(name, `flags ${flags}`)
     if (oid !== elementOid) throw malformed(name, `element type OID ${oid} where ${elementOid} was expected`)
     let p = s + 12
@@ -51,8 +53,8 @@ export function binaryArrayDecoder(name: string, elementOid: number, element: Bi
     const lowerBounds: number[] = []
     let count = ndim === 0 ? 0 : 1
     for (let d = 0; d < ndim; d++) {
-      const size = readI32(b, p)
-      lowerBounds.push(readI32(b, p + 4))
+      const size = readInt32(b, p)
+      lowerBounds.push(readInt32(b, p + 4))
       p += 8
       if (size < 0) throw malformed(name, `dimension of size ${size}`)
       dims.push(size)
@@ -63,7 +65,7 @@ export function binaryArrayDecoder(name: string, elementOid: number, element: Bi
     const flat: unknown[] = new Array(count)
     for (let i = 0; i < count; i++) {
       if (e - p < 4) throw malformed(name, 'truncated element')
-      const len = readI32(b, p)
+      const len = readInt32(b, p)
       p += 4
       if (len === -1) {
         flat[i] = null
@@ -104,7 +106,7 @@ export function textArrayDecoder(name: string, element: TextDecoderFn): TextDeco
 
     // Reads one brace level starting at text[pos] === '{'.
     const level = (depth: number): TextTree => {
-      if (depth > MAX_DIMENSIONS) fail('too many dimensions')
+      if (depth > MAX_DIMS) fail('too many dimensions')
       if (text[pos] !== '{') fail("'{' expected")
       pos++
       const items: TextTree = []

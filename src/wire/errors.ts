@@ -1,3 +1,6 @@
+import type { PgErrorFields } from '../errors.js'
+import { errorFieldNames, numericFields } from '../protocol/backend.js'
+
 // Errors of pipegres/wire: what the server reported (an ErrorResponse in the
 // stream) is a WireServerError; a stream that is not a valid sequence of result
 // messages is a WireProtocolError, because decoding it further could only
@@ -27,54 +30,8 @@ export class WireHttpError extends Error {
   }
 }
 
-/** The fields an ErrorResponse or NoticeResponse may carry, named as the Node client names them. */
-export interface WireMessageFields {
-  /** Possibly localised: 'ERROR', 'FEHLER', 'NOTICE', ... */
-  severity: string
-  /** Never localised (absent before PostgreSQL 9.6). */
-  severityNonLocalized: string | undefined
-  /** The SQLSTATE, e.g. '22012'. */
-  code: string
-  message: string
-  detail: string | undefined
-  hint: string | undefined
-  /** 1-based character position in the query text. */
-  position: number | undefined
-  internalPosition: number | undefined
-  internalQuery: string | undefined
-  where: string | undefined
-  schema: string | undefined
-  table: string | undefined
-  column: string | undefined
-  dataType: string | undefined
-  constraint: string | undefined
-  file: string | undefined
-  line: number | undefined
-  routine: string | undefined
-}
-
-const FIELD_KEYS: Record<string, keyof WireMessageFields> = {
-  S: 'severity',
-  V: 'severityNonLocalized',
-  C: 'code',
-  M: 'message',
-  D: 'detail',
-  H: 'hint',
-  P: 'position',
-  p: 'internalPosition',
-  q: 'internalQuery',
-  W: 'where',
-  s: 'schema',
-  t: 'table',
-  c: 'column',
-  d: 'dataType',
-  n: 'constraint',
-  F: 'file',
-  L: 'line',
-  R: 'routine',
-}
-
-const NUMERIC_KEYS = new Set<keyof WireMessageFields>(['position', 'internalPosition', 'line'])
+/** The fields an ErrorResponse or NoticeResponse may carry, named as the Node client names them (its PgError has the same). */
+export type WireMessageFields = PgErrorFields
 
 function emptyFields(): WireMessageFields {
   return {
@@ -99,15 +56,20 @@ function emptyFields(): WireMessageFields {
   }
 }
 
-/** Fills fields from (code letter, value) pairs; codes this version does not know are ignored, as the protocol asks. */
-export function messageFields(pairs: ReadonlyArray<readonly [string, string]>, fallbackSeverity: string): WireMessageFields {
+/**
+ * Fills fields from (field code, value) pairs; codes this version does not
+ * know are ignored, as the protocol asks. The field table is the Node
+ * client's; the values are read here because wire keeps its own rules: the
+ * severity defaults to the message's kind, and an empty number is absent.
+ */
+export function messageFields(pairs: ReadonlyArray<readonly [number, string]>, fallbackSeverity: string): WireMessageFields {
   const f = emptyFields()
   f.severity = fallbackSeverity
   let sawMessage = false
-  for (const [letter, value] of pairs) {
-    const key = FIELD_KEYS[letter]
+  for (const [code, value] of pairs) {
+    const key = errorFieldNames[code]
     if (key === undefined) continue
-    if (NUMERIC_KEYS.has(key)) {
+    if (numericFields.has(key)) {
       const n = Number(value)
       ;(f as unknown as Record<string, unknown>)[key] = value !== '' && Number.isInteger(n) ? n : undefined
     } else {

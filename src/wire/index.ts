@@ -2,8 +2,10 @@
 // (RowDescription, DataRow, CommandComplete, ...) in any JavaScript runtime,
 // browsers included. It pairs with Client.queryRaw(), which writes a query's
 // result messages as the server sent them into an HTTP response or a file.
-// Everything under src/wire/ uses only Uint8Array, DataView, TextDecoder and
-// BigInt, and imports nothing from the rest of pipegres.
+// It reuses the Node client's browser-safe layers (protocol/ message codes and
+// UTF-8, types/ binary reads, calendar arithmetic and Interval), and nothing
+// it reaches may need Node: tsconfig.wire-dom.json compiles it against the DOM
+// library alone.
 
 export { WireParser, parseCommandTag } from './parser.js'
 export type { WireField, WireEvent, WireCompletion, WireParserOptions, RowMode, RowOf } from './parser.js'

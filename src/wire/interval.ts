@@ -1,4 +1,5 @@
-import { fractionText } from './calendar.js'
+import { INT64_MAX, INT64_MIN } from '../types/codecs/binary.js'
+import { Interval } from '../types/interval.js'
 import { WireProtocolError } from './errors.js'
 
 // interval: three independent fields, as PostgreSQL stores it (a month is not
@@ -6,55 +7,21 @@ import { WireProtocolError } from './errors.js'
 // change). Binary: int64 microseconds, int32 days, int32 months. Text depends
 // on IntervalStyle; the 'postgres' default and 'iso_8601' are read.
 
-const US_PER_HOUR = 3_600_000_000
-const US_PER_MINUTE = 60_000_000
-const US_PER_SECOND = 1_000_000
-
-/** An interval value. Infinite intervals (PostgreSQL 17+) decode to the numbers Infinity and -Infinity instead. */
-export class WireInterval {
-  constructor(
-    readonly months: number,
-    readonly days: number,
-    /** A safe integer: larger values are refused rather than rounded. */
-    readonly microseconds: number,
-  ) {}
-
-  /** ISO 8601, as PostgreSQL prints it with IntervalStyle iso_8601: 'P1Y2M3DT4H5M6.5S', 'P-1D', 'PT0S'. */
-  toString(): string {
-    const { months, days, microseconds: us } = this
-    if (months === 0 && days === 0 && us === 0) return 'PT0S'
-    // Each part keeps the sign of the field it comes from (truncating division).
-    const years = Math.trunc(months / 12)
-    const mons = months - years * 12
-    const hours = Math.trunc(us / US_PER_HOUR)
-    const minutes = Math.trunc((us - hours * US_PER_HOUR) / US_PER_MINUTE)
-    const subMinute = us - hours * US_PER_HOUR - minutes * US_PER_MINUTE
-    let out = 'P'
-    if (years !== 0) out += years + 'Y'
-    if (mons !== 0) out += mons + 'M'
-    if (days !== 0) out += days + 'D'
-    if (us !== 0) {
-      out += 'T'
-      if (hours !== 0) out += hours + 'H'
-      if (minutes !== 0) out += minutes + 'M'
-      if (subMinute !== 0) {
-        const a = Math.abs(subMinute)
-        const whole = Math.floor(a / US_PER_SECOND)
-        out += (subMinute < 0 ? '-' : '') + whole + fractionText(a - whole * US_PER_SECOND) + 'S'
-      }
-    }
-    return out
-  }
-
-  toJSON(): string {
-    return this.toString()
+/**
+ * An interval value: the Node client's Interval (its ISO 8601 toString() and
+ * toJSON() included) under the name pipegres/wire has always exported.
+ * Infinite intervals (PostgreSQL 17+) decode to the numbers Infinity and
+ * -Infinity instead.
+ */
+export class WireInterval extends Interval {
+  // Every field is required here, as it always was for this class.
+  constructor(months: number, days: number, microseconds: number) {
+    super(months, days, microseconds)
   }
 }
 
 const INT32_MAX = 2147483647
 const INT32_MIN = -2147483648
-const INT64_MAX = 0x7fffffffffffffffn
-const INT64_MIN = -0x8000000000000000n
 
 function safeMicroseconds(us: bigint, text: () => string): number {
   if (us > BigInt(Number.MAX_SAFE_INTEGER) || us < BigInt(Number.MIN_SAFE_INTEGER)) {
@@ -82,7 +49,12 @@ const POSTGRES_CLOCK = /^([+-]?)(\d+):(\d\d):(\d\d)(?:\.(\d{1,6}))?$/
 // IntervalStyle iso_8601: 'P1Y2M3DT4H5M6.5S', 'P-1Y-2M', 'PT-0.5S', 'PT0S'.
 const ISO = /^P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)D)?(?:T(?:(-?\d+)H)?(?:(-?\d+)M)?(?:(-?)(\d+)(?:\.(\d{1,6}))?S)?)?$/
 
-/** An interval printed with IntervalStyle postgres or iso_8601. */
+/**
+ * An interval printed with IntervalStyle postgres or iso_8601. Not the codec's
+ * parser (types/codecs/interval-text.ts), which reads bytes and also accepts
+ * sql_standard and postgres_verbose: wire reads strings (array elements) and
+ * refuses the two styles whose text it cannot tell apart from other values.
+ */
 export function parseIntervalText(text: string): WireInterval | number {
   if (text === 'infinity') return Infinity
   if (text === '-infinity') return -Infinity

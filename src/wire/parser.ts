@@ -1,4 +1,6 @@
-import { findNul, readI16, readI32, readU32, utf8Text } from './bytes.js'
+import { Backend } from '../protocol/message-codes.js'
+import { readInt16, readInt32, readUint32 } from '../types/codecs/binary.js'
+import { findNul, utf8Text } from './bytes.js'
 import { messageFields, WireProtocolError, WireServerError, type WireNotice } from './errors.js'
 import { copyBytes, resolveTypeOptions, type ScalarType, type WireTypeOptions } from './scalars.js'
 import { typeTable } from './types.js'
@@ -70,13 +72,13 @@ export interface WireParserOptions<M extends RowMode = 'object'> {
 
 const DEFAULT_MAX_MESSAGE_SIZE = 1024 * 1024 * 1024 + 64 * 1024
 
-// Message types (the first byte of every message).
-const ROW_DESCRIPTION = 0x54 // T
-const DATA_ROW = 0x44 // D
-const COMMAND_COMPLETE = 0x43 // C
-const EMPTY_QUERY = 0x49 // I
-const ERROR_RESPONSE = 0x45 // E
-const NOTICE_RESPONSE = 0x4e // N
+// Message types (the first byte of every message), as the protocol layer names them.
+const ROW_DESCRIPTION = Backend.RowDescription
+const DATA_ROW = Backend.DataRow
+const COMMAND_COMPLETE = Backend.CommandComplete
+const EMPTY_QUERY = Backend.EmptyQueryResponse
+const ERROR_RESPONSE = Backend.ErrorResponse
+const NOTICE_RESPONSE = Backend.NoticeResponse
 
 const RESULT_MESSAGE_NAMES: Record<number, string> = {
   [ROW_DESCRIPTION]: 'a RowDescription',
@@ -87,32 +89,13 @@ const RESULT_MESSAGE_NAMES: Record<number, string> = {
   [NOTICE_RESPONSE]: 'a NoticeResponse',
 }
 
-/** Backend messages a query's result never contains here, named so that an error can say what arrived. */
-const OTHER_BACKEND_MESSAGES: Record<string, string> = {
-  R: 'Authentication',
-  K: 'BackendKeyData',
-  '2': 'BindComplete',
-  '3': 'CloseComplete',
-  d: 'CopyData',
-  c: 'CopyDone',
-  G: 'CopyInResponse',
-  H: 'CopyOutResponse',
-  W: 'CopyBothResponse',
-  V: 'FunctionCallResponse',
-  v: 'NegotiateProtocolVersion',
-  n: 'NoData',
-  A: 'NotificationResponse',
-  t: 'ParameterDescription',
-  S: 'ParameterStatus',
-  '1': 'ParseComplete',
-  s: 'PortalSuspended',
-  Z: 'ReadyForQuery',
-}
+/** Every backend message by type byte, so that an error can say what arrived where a result was expected. */
+const BACKEND_MESSAGES = new Map<number, string>(Object.entries(Backend).map(([name, type]) => [type, name]))
 
 function describeType(type: number): string {
   const ch = String.fromCharCode(type)
   const hex = '0x' + type.toString(16).padStart(2, '0')
-  const name = OTHER_BACKEND_MESSAGES[ch]
+  const name = BACKEND_MESSAGES.get(type)
   if (name !== undefined) return `${name} ('${ch}', ${hex})`
   return type >= 0x20 && type < 0x7f ? `unknown message type '${ch}' (${hex})` : `unknown message type ${hex}`
 }
@@ -259,7 +242,7 @@ export class WireParser<M extends RowMode = 'object'> {
       let length: number
       if (this.headerFill === 0 && n - pos >= 5) {
         type = chunk[pos]!
-        length = readI32(chunk, pos + 1)
+        length = readInt32(chunk, pos + 1)
         pos += 5
       } else {
         const take = Math.min(5 - this.headerFill, n - pos)
@@ -273,7 +256,7 @@ export class WireParser<M extends RowMode = 'object'> {
         }
         this.headerFill = 0
         type = this.header[0]!
-        length = readI32(this.header, 1)
+        length = readInt32(this.header, 1)
       }
       const size = this.checkHeader(type, length)
       if (n - pos >= size) {
@@ -348,9 +331,13 @@ export class WireParser<M extends RowMode = 'object'> {
     }
   }
 
+  // Not protocol/'s decodeRowDescription: that one reads names leniently (bad
+  // UTF-8 becomes U+FFFD) and fails with one message for any fault, where wire
+  // refuses bad UTF-8, names the column at fault, and picks each column's
+  // decoder in the same pass.
   private decodeFields(b: Uint8Array, s: number, e: number): WireField[] {
     if (e - s < 2) throw new WireProtocolError('a RowDescription shorter than its column count')
-    const count = readI16(b, s)
+    const count = readInt16(b, s)
     if (count < 0) throw new WireProtocolError(`a RowDescription with ${count} columns`)
     let p = s + 2
     const fields: WireField[] = []
@@ -360,12 +347,12 @@ export class WireParser<M extends RowMode = 'object'> {
       if (nul < 0 || e - (nul + 1) < 18) throw new WireProtocolError(`a RowDescription truncated in column ${i + 1} of ${count}`)
       const field: WireField = {
         name: utf8Text(b, p, nul),
-        tableOid: readU32(b, nul + 1),
-        columnNumber: readI16(b, nul + 5),
-        typeOid: readU32(b, nul + 7),
-        typeSize: readI16(b, nul + 11),
-        typeModifier: readI32(b, nul + 13),
-        format: readI16(b, nul + 17),
+        tableOid: readUint32(b, nul + 1),
+        columnNumber: readInt16(b, nul + 5),
+        typeOid: readUint32(b, nul + 7),
+        typeSize: readInt16(b, nul + 11),
+        typeModifier: readInt32(b, nul + 13),
+        format: readInt16(b, nul + 17),
       }
       p = nul + 19
       if (field.format !== 0 && field.format !== 1) throw new WireProtocolError(`column "${field.name}" has format code ${field.format}; only 0 (text) and 1 (binary) exist`)
@@ -390,13 +377,13 @@ export class WireParser<M extends RowMode = 'object'> {
 
   private decodeRow(b: Uint8Array, s: number, e: number, fields: WireField[]): RowOf<M> {
     if (e - s < 2) throw new WireProtocolError(`a DataRow shorter than its column count (${this.where()})`)
-    const count = readI16(b, s)
+    const count = readInt16(b, s)
     if (count !== fields.length) throw new WireProtocolError(`a DataRow with ${count} columns where the RowDescription has ${fields.length} (${this.where()})`)
     const values: unknown[] = new Array(count)
     let p = s + 2
     for (let i = 0; i < count; i++) {
       if (e - p < 4) throw new WireProtocolError(`a DataRow truncated at column ${i + 1} (${this.where()})`)
-      const len = readI32(b, p)
+      const len = readInt32(b, p)
       p += 4
       if (len === -1) {
         values[i] = null
@@ -425,8 +412,10 @@ export class WireParser<M extends RowMode = 'object'> {
     return row as RowOf<M>
   }
 
+  // Not protocol/'s decodeErrorFields, for the same reasons as decodeFields;
+  // the table of field codes is shared (see messageFields).
   private decodeNoticeFields(b: Uint8Array, s: number, e: number, what: string, severity: string): WireNotice {
-    const pairs: [string, string][] = []
+    const pairs: [number, string][] = []
     let p = s
     for (;;) {
       if (p >= e) throw new WireProtocolError(`${what} without its terminating NUL`)
@@ -434,7 +423,7 @@ export class WireParser<M extends RowMode = 'object'> {
       if (code === 0) break
       const nul = findNul(b, p + 1, e)
       if (nul < 0) throw new WireProtocolError(`${what} with an unterminated field`)
-      pairs.push([String.fromCharCode(code), utf8Text(b, p + 1, nul)])
+      pairs.push([code, utf8Text(b, p + 1, nul)])
       p = nul + 1
     }
     if (p !== e - 1) throw new WireProtocolError(`${e - 1 - p} bytes after the end of ${what}`)

@@ -1,5 +1,9 @@
-import { hexOf, readF32, readF64, readI16, readI32, readI64, readU16, readU32, utf8Text } from './bytes.js'
-import { checkTimeText, dateText, offsetText, parseDateText, parseTimestampText, timeText, toDate, US_PER_DAY } from './calendar.js'
+import { INT64_MAX, INT64_MIN, readFloat32, readFloat64, readInt16, readInt32, readInt64, readUint16, readUint32 } from '../types/codecs/binary.js'
+import { DATE_END_DAY, MIN_DAY, pgDateText, US_PER_DAY } from '../types/codecs/date.js'
+import { offsetText, timeText } from '../types/codecs/time.js'
+import { decodeUuidBinary } from '../types/codecs/uuid.js'
+import { utf8Text } from './bytes.js'
+import { checkTimeText, parseDateText, parseTimestampText, toDate } from './calendar.js'
 import { WireProtocolError } from './errors.js'
 import { intervalOf, parseIntervalText } from './interval.js'
 
@@ -7,6 +11,15 @@ import { intervalOf, parseIntervalText } from './interval.js'
 // PostgreSQL prints it, `binary` its send format. Both must give the same
 // JavaScript value for the same database value; every input is checked, so a
 // value is either decoded exactly or refused.
+//
+// Fixed-width reads, calendar arithmetic, date and time printing and uuid
+// formatting are the Node client's (types/codecs/). The checks and the text
+// parsers stay here, for behaviour the Node codecs do not share: text
+// decoders take strings, because a text array hands its elements over
+// unescaped, while the codecs parse bytes; and every refusal is a
+// WireProtocolError whose message ('malformed int4: 3 bytes where 4 were
+// expected') applications and tests match, where the codecs throw CodecErrors
+// worded for the Node client.
 
 export type TextDecoderFn = (text: string) => unknown
 export type BinaryDecoderFn = (b: Uint8Array, start: number, end: number) => unknown
@@ -69,8 +82,6 @@ function textInteger(what: string, min: number, max: number): TextDecoderFn {
   }
 }
 
-const INT8_MIN = -(2n ** 63n)
-const INT8_MAX = 2n ** 63n - 1n
 
 function int8Value(mode: ResolvedTypeOptions['int8']): (v: bigint) => unknown {
   if (mode === 'string') return (v) => v.toString()
@@ -91,12 +102,12 @@ function int8Type(o: ResolvedTypeOptions): ScalarType {
     text: (text) => {
       if (!INTEGER_RE.test(text)) throw malformed('int8', excerpt(text))
       const v = BigInt(text)
-      if (v < INT8_MIN || v > INT8_MAX) throw malformed('int8', excerpt(text))
+      if (v < INT64_MIN || v > INT64_MAX) throw malformed('int8', excerpt(text))
       return out(v)
     },
     binary: (b, s, e) => {
       needLength('int8', s, e, 8)
-      return out(readI64(b, s))
+      return out(readInt64(b, s))
     },
   }
 }
@@ -121,13 +132,18 @@ const NUMERIC_PINF = 0xd000
 const NUMERIC_NINF = 0xf000
 const NUMERIC_RE = /^-?\d+(?:\.\d+)?$/
 
-/** numeric_send's fields rebuilt into the text numeric_out prints: every digit, the scale's trailing zeros included. */
+/**
+ * numeric_send's fields rebuilt into the text numeric_out prints: every digit,
+ * the scale's trailing zeros included. Not the codec's numericBinaryToString:
+ * that one drops digits beyond the scale, as numeric_recv does, where wire
+ * refuses them (a stream that holds them was not written by numeric_send).
+ */
 export function numericText(b: Uint8Array, s: number, e: number): string {
   if (e - s < 8) throw malformed('numeric', 'shorter than its 8-byte header')
-  const ndigits = readI16(b, s)
-  const weight = readI16(b, s + 2)
-  const sign = readU16(b, s + 4)
-  const dscale = readI16(b, s + 6)
+  const ndigits = readInt16(b, s)
+  const weight = readInt16(b, s + 2)
+  const sign = readUint16(b, s + 4)
+  const dscale = readInt16(b, s + 6)
   if (ndigits < 0 || e - s !== 8 + 2 * ndigits) throw malformed('numeric', `${e - s} bytes for ${ndigits} digits`)
   if (sign === NUMERIC_NAN || sign === NUMERIC_PINF || sign === NUMERIC_NINF) {
     if (ndigits !== 0) throw malformed('numeric', 'a special value with digits')
@@ -137,7 +153,7 @@ export function numericText(b: Uint8Array, s: number, e: number): string {
   // Base-10000 digit i is worth 10000^(weight - i); positions outside [0, ndigits) are zeros.
   const digit = (i: number): number => {
     if (i < 0 || i >= ndigits) return 0
-    const d = readU16(b, s + 8 + 2 * i)
+    const d = readUint16(b, s + 8 + 2 * i)
     if (d > 9999) throw malformed('numeric', `base-10000 digit ${d}`)
     return d
   }
@@ -233,9 +249,9 @@ export function copyBytes(b: Uint8Array, s: number, e: number): Uint8Array {
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 function uuidBinary(b: Uint8Array, s: number, e: number): string {
+  // Checked here first, for wire's message; the codec then only formats.
   needLength('uuid', s, e, 16)
-  const h = hexOf(b, s, e)
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
+  return decodeUuidBinary(b, s, e)
 }
 
 // ---- json ----
@@ -252,19 +268,14 @@ function parseJson(what: string, text: string): unknown {
 
 const I32_MAX = 2147483647
 const I32_MIN = -2147483648
-const I64_MAX = 2n ** 63n - 1n
-const I64_MIN = -(2n ** 63n)
 const US_PER_DAY_N = BigInt(US_PER_DAY)
-/** First day past timestamp's range, 294277-01-01, and the first day of it, 4714-11-24 BC. */
+/** First day past timestamp's range, 294277-01-01. */
 const TIMESTAMP_END_DAY = 106_751_983
-const FIRST_DAY = -2_451_545
-/** First day past date's range, 5874898-01-01. */
-const DATE_END_DAY = 2_145_031_949
 
 function dateType(o: ResolvedTypeOptions): ScalarType {
   const out = (day: number): unknown => {
     if (day === Infinity || day === -Infinity) return o.dates === 'date' ? day : day > 0 ? 'infinity' : '-infinity'
-    return o.dates === 'date' ? toDate(day, 0, `date ${dateText(day)}`) : dateText(day)
+    return o.dates === 'date' ? toDate(day, 0, `date ${pgDateText(day)}`) : pgDateText(day)
   }
   return {
     name: 'date',
@@ -274,10 +285,10 @@ function dateType(o: ResolvedTypeOptions): ScalarType {
     },
     binary: (b, s, e) => {
       needLength('date', s, e, 4)
-      const day = readI32(b, s)
+      const day = readInt32(b, s)
       if (day === I32_MAX) return out(Infinity)
       if (day === I32_MIN) return out(-Infinity)
-      if (day < FIRST_DAY || day >= DATE_END_DAY) throw malformed('date', `day ${day} is out of range`)
+      if (day < MIN_DAY || day >= DATE_END_DAY) throw malformed('date', `day ${day} is out of range`)
       return out(day)
     },
   }
@@ -289,7 +300,7 @@ function timestampType(zoned: boolean, o: ResolvedTypeOptions): ScalarType {
     if (day === Infinity || day === -Infinity) {
       return o.timestamps === 'string' ? (day > 0 ? 'infinity' : '-infinity') : day
     }
-    const text = dateText(day, 'T' + timeText(us) + (zoned ? 'Z' : ''))
+    const text = pgDateText(day, 'T' + timeText(us) + (zoned ? 'Z' : ''))
     return o.timestamps === 'string' ? text : toDate(day, us, `${name} ${text}`)
   }
   return {
@@ -300,9 +311,9 @@ function timestampType(zoned: boolean, o: ResolvedTypeOptions): ScalarType {
     },
     binary: (b, s, e) => {
       needLength(name, s, e, 8)
-      const v = readI64(b, s)
-      if (v === I64_MAX) return out(Infinity, 0)
-      if (v === I64_MIN) return out(-Infinity, 0)
+      const v = readInt64(b, s)
+      if (v === INT64_MAX) return out(Infinity, 0)
+      if (v === INT64_MIN) return out(-Infinity, 0)
       let day = v / US_PER_DAY_N
       let us = v - day * US_PER_DAY_N
       // BigInt division truncates: step back a day for times before 2000.
@@ -310,14 +321,14 @@ function timestampType(zoned: boolean, o: ResolvedTypeOptions): ScalarType {
         us += US_PER_DAY_N
         day -= 1n
       }
-      if (day < FIRST_DAY || day >= TIMESTAMP_END_DAY) throw malformed(name, `${v} µs from 2000-01-01 is out of range`)
+      if (day < MIN_DAY || day >= TIMESTAMP_END_DAY) throw malformed(name, `${v} µs from 2000-01-01 is out of range`)
       return out(Number(day), Number(us))
     },
   }
 }
 
 function timeBinary(b: Uint8Array, s: number): string {
-  const us = readI64(b, s)
+  const us = readInt64(b, s)
   if (us < 0n || us > US_PER_DAY_N) throw malformed('time', `${us} µs is not a time of day`)
   return timeText(Number(us))
 }
@@ -337,7 +348,7 @@ const timetzType: ScalarType = {
   binary: (b, s, e) => {
     needLength('timetz', s, e, 12)
     // The zone is stored in seconds west of UTC; it is printed as an offset east.
-    const west = readI32(b, s + 8)
+    const west = readInt32(b, s + 8)
     if (west > 15 * 3600 + 59 * 60 + 59 || west < -(15 * 3600 + 59 * 60 + 59)) throw malformed('timetz', `zone offset ${west} s`)
     return timeBinary(b, s) + offsetText(-west)
   },
@@ -348,7 +359,7 @@ const intervalType: ScalarType = {
   text: parseIntervalText,
   binary: (b, s, e) => {
     needLength('interval', s, e, 16)
-    return intervalOf(readI64(b, s), readI32(b, s + 8), readI32(b, s + 12))
+    return intervalOf(readInt64(b, s), readInt32(b, s + 8), readInt32(b, s + 12))
   },
 }
 
@@ -378,7 +389,7 @@ export function scalarTypes(o: ResolvedTypeOptions): Map<number, ScalarType> {
       text: textInteger('int2', -32768, 32767),
       binary: (b, s, e) => {
         needLength('int2', s, e, 2)
-        return readI16(b, s)
+        return readInt16(b, s)
       },
     },
     {
@@ -386,7 +397,7 @@ export function scalarTypes(o: ResolvedTypeOptions): Map<number, ScalarType> {
       text: textInteger('int4', I32_MIN, I32_MAX),
       binary: (b, s, e) => {
         needLength('int4', s, e, 4)
-        return readI32(b, s)
+        return readInt32(b, s)
       },
     },
     textType('text'),
@@ -395,7 +406,7 @@ export function scalarTypes(o: ResolvedTypeOptions): Map<number, ScalarType> {
       text: textInteger('oid', 0, 4294967295),
       binary: (b, s, e) => {
         needLength('oid', s, e, 4)
-        return readU32(b, s)
+        return readUint32(b, s)
       },
     },
     { name: 'json', text: (text) => parseJson('json', text), binary: (b, s, e) => parseJson('json', utf8Text(b, s, e)) },
@@ -405,7 +416,7 @@ export function scalarTypes(o: ResolvedTypeOptions): Map<number, ScalarType> {
       text: (text) => Math.fround(parseFloatText('float4', text)),
       binary: (b, s, e) => {
         needLength('float4', s, e, 4)
-        return readF32(b, s)
+        return readFloat32(b, s)
       },
     },
     {
@@ -413,7 +424,7 @@ export function scalarTypes(o: ResolvedTypeOptions): Map<number, ScalarType> {
       text: (text) => parseFloatText('float8', text),
       binary: (b, s, e) => {
         needLength('float8', s, e, 8)
-        return readF64(b, s)
+        return readFloat64(b, s)
       },
     },
     textType('bpchar'),

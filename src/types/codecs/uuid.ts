@@ -26,7 +26,8 @@ CANONICAL_WEIGHT[0x2d] = 2
 const scratch = new Uint8Array(36)
 scratch[8] = scratch[13] = scratch[18] = scratch[23] = 0x2d
 
-function decodeUuidBinary(buf: Uint8Array, start: number, end: number): string {
+/** The canonical text of a binary uuid (pipegres/wire decodes with it too). */
+export function decodeUuidBinary(buf: Uint8Array, start: number, end: number): string {
   expectLength('uuid', start, end, 16)
   let p = 0
   for (let i = 0; i < 16; i++) {
