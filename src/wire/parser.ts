@@ -300,6 +300,7 @@ export class WireParser<M extends RowMode = 'object'> {
         return
       }
       case COMMAND_COMPLETE: {
+        // Not protocol/'s decodeCommandComplete, which reads the tag leniently and fails with one generic message.
         const end = findNul(b, s, e)
         if (end !== e - 1) throw new WireProtocolError('a CommandComplete whose tag is not one NUL-terminated string')
         const tag = utf8Text(b, s, end)
