@@ -16,7 +16,7 @@ import { describeHost, openTransport, type TlsAttempt, type Transport } from './
 // within a fraction of a millisecond instead of several (measured: ~5 ms on a
 // local PostgreSQL 18). That is what keeps the window small in which a query
 // that finishes just then lets the signal hit the query after it (see
-// Connection.requestCancel).
+// CancelScheduler).
 
 const CANCEL_TIMEOUT_MS = 10_000
 /** A cancel connection opened ahead of time and never used is closed after this long. */

@@ -2,7 +2,8 @@ import type { Socket } from 'node:net'
 import type { ConnectionConfig, HostAddress, TargetSessionAttrs } from '../config/types.js'
 import { ConfigError, ConnectionError, PgError } from '../errors.js'
 import { SqlState } from '../protocol/sql-state.js'
-import { Connection, type ConnectionEvents } from './connection.js'
+import { Connection } from './connection.js'
+import type { ConnectionEvents } from './connection-events.js'
 import { describeHost, isUnixHost, openTransport, TlsRefused, type TlsAttempt } from './transport.js'
 
 // Which hosts to try, in which order, with or without TLS, and with which

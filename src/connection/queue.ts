@@ -43,6 +43,11 @@ export class Queue<T> {
     return this.count === 0 ? undefined : this.slots[this.head]
   }
 
+  /** The item pushed last, or undefined. */
+  peekLast(): T | undefined {
+    return this.count === 0 ? undefined : this.slots[(this.head + this.count - 1) & this.mask]
+  }
+
   /** The item after the head, or undefined. */
   peekSecond(): T | undefined {
     return this.count < 2 ? undefined : this.slots[(this.head + 1) & this.mask]

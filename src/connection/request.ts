@@ -61,7 +61,7 @@ export interface RequestContext {
   writeAhead(req: Request): void
   /**
    * Cancels `req` on the server, if it is in flight, without hitting any other
-   * request: see Connection.requestCancel.
+   * request: see CancelScheduler.
    */
   requestCancel(req: Request): void
   /**

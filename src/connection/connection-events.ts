@@ -1,0 +1,16 @@
+import type { PgErrorFields } from '../errors.js'
+import type { Notification } from '../protocol/backend.js'
+import type { Request } from './request.js'
+
+/** What a connection tells its owner. None of these may throw. */
+export interface ConnectionEvents {
+  notice?(fields: PgErrorFields): void
+  notification?(n: Notification): void
+  parameterStatus?(name: string, value: string): void
+  /**
+   * The connection is gone. Requests that were in flight have been failed;
+   * those never written are handed back in `unsent` for the owner to send
+   * elsewhere or fail. `err` is null after a clean end().
+   */
+  close?(err: Error | null, unsent: Request[]): void
+}
