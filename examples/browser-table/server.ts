@@ -142,9 +142,10 @@ export async function startBrowserTableServer(options: BrowserTableOptions = {})
     if (req.method !== 'GET') return send(res, 405, 'text/plain; charset=utf-8', 'GET only')
     if (url.pathname === '/') return send(res, 200, 'text/html; charset=utf-8', await readFile(join(pageDir, 'index.html')))
     if (url.pathname === '/app.js') return send(res, 200, 'text/javascript; charset=utf-8', await readFile(join(pageDir, 'app.js')))
-    const wire = /^\/wire\/([a-z0-9-]+\.js)$/.exec(url.pathname)
-    if (wire && existsSync(join(wireDir, wire[1]!))) {
-      return send(res, 200, 'text/javascript; charset=utf-8', await readFile(join(wireDir, wire[1]!)))
+    // pipegres/wire loads the browser-safe protocol/ and types/ modules (and errors.js) beside its own folder.
+    const module = /^\/(?:(?:wire|protocol|types|types\/codecs)\/[a-z0-9-]+|errors)\.js$/.exec(url.pathname)
+    if (module && existsSync(join(dirname(wireDir), url.pathname))) {
+      return send(res, 200, 'text/javascript; charset=utf-8', await readFile(join(dirname(wireDir), url.pathname)))
     }
     const data = /^\/data\/([a-z-]+)$/.exec(url.pathname)
     if (data) return serveReport(data[1]!, url.searchParams, res)

@@ -20,6 +20,7 @@ import {
   Client,
   ConnectionError,
   createPool,
+  PgError,
   PipegresError,
   TimeoutError,
   type ClientOptions,
@@ -491,8 +492,17 @@ describe('a slow or fragmenting network', () => {
       assert.equal((err.cause as { code?: string }).code, '57014', 'cancelled on the server')
       assert.ok(performance.now() - t0 < 8000)
       const settled = await behindSettled
-      checkOutcomes(behind, settled, proxy)
-      assert.ok(settled.every((s) => s.status === 'fulfilled'), 'queries behind a cancelled one complete')
+      // Before PostgreSQL 18 the cancel's second signal may hit a query behind (see cancel-misfires.ts).
+      const hit = settled.filter((s) => s.status === 'rejected')
+      if (server.version < 18 && hit.length > 0 && hit.every((s) => s.reason instanceof PgError && s.reason.code === '57014')) {
+        settled.forEach((s, i) => {
+          if (s.status === 'fulfilled') behind[i]!.check(s.value)
+        })
+        assert.equal(client.cancelMisfires, hit.length, 'every follower hit is counted as a misfire')
+      } else {
+        checkOutcomes(behind, settled, proxy)
+        assert.ok(settled.every((s) => s.status === 'fulfilled'), 'queries behind a cancelled one complete')
+      }
       await client.end()
     } finally {
       client.destroy()

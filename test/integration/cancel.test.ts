@@ -7,6 +7,7 @@ import { getEventListeners } from 'node:events'
 import * as net from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { AbortError, ArgumentError, Client, PgError, TimeoutError, type ClientOptions } from '../../src/index.js'
+import { assertMisfires, followerOutcome } from '../helpers/cancel-misfires.js'
 import { openClient, uniqueName } from '../helpers/client.js'
 import { startProxy } from '../helpers/proxy.js'
 import { adminQuery, getTestServer, mainDatabase } from '../helpers/server.js'
@@ -220,7 +221,7 @@ describe('a running query', () => {
     }
   })
 
-  test('aborted with queries in flight behind it: they all complete with their own results', async () => {
+  test('aborted with queries in flight behind it: they all complete with their own results (before 18, bar counted misfires)', async () => {
     const c = await openClient()
     try {
       const ac = new AbortController()
@@ -233,11 +234,13 @@ describe('a running query', () => {
       assertAbortError(e, 'enough')
       assertCanceledOnServer(e)
       assert.deepEqual((await before).rows, [{ n: 1 }])
-      const got = await Promise.all(followers)
-      got.forEach((r, i) => assert.equal(r.rows[0]!.n, i))
+      let hits = 0
+      ;(await Promise.allSettled(followers)).forEach((s, i) => {
+        if (followerOutcome(s, server.version, (r) => assert.equal(r.rows[0]!.n, i))) hits++
+      })
       // Issued while the cancel was in progress: waits for it, then runs normally.
       assert.deepEqual((await c.query('SELECT 5 AS five')).rows, [{ five: 5 }])
-      assert.equal(c.cancelMisfires, 0)
+      assertMisfires(c.cancelMisfires, hits)
     } finally {
       await c.end()
     }
@@ -245,6 +248,7 @@ describe('a running query', () => {
 
   test('cancelling the 500th of 1,000 in-flight queries rejects exactly that one', async () => {
     const c = await openClient()
+    let hits = 0
     try {
       for (const lead of [0, 0.2]) {
         // With a leading sleep every query is in flight, queued on the server, when the abort comes.
@@ -259,13 +263,10 @@ describe('a running query', () => {
           if (i === 499) {
             assert.equal(s.status, 'rejected')
             assertAbortError((s as PromiseRejectedResult).reason, 'the 500th')
-          } else {
-            assert.equal(s.status, 'fulfilled', `query ${i}: ${String((s as PromiseRejectedResult).reason)}`)
-            assert.deepEqual((s as PromiseFulfilledResult<{ rows: unknown[] }>).value.rows, [{ n: i }])
-          }
+          } else if (followerOutcome(s, server.version, (r) => assert.deepEqual(r.rows, [{ n: i }]), `query ${i}`)) hits++
         })
       }
-      assert.equal(c.cancelMisfires, 0)
+      assertMisfires(c.cancelMisfires, hits)
     } finally {
       await c.end()
     }
@@ -563,13 +564,14 @@ describe('simpleQuery', () => {
 })
 
 describe('under load', () => {
-  test('50 cancels of a sleep with followers in flight: no follower is ever hit, no misfire', async () => {
+  test('50 cancels of a sleep with followers in flight: no follower is ever hit (before 18, only by a counted misfire)', async () => {
     const clients = await Promise.all(Array.from({ length: 5 }, () => openClient()))
     let cancelledOnServer = 0
     let completedFirst = 0
     try {
       await Promise.all(
         clients.map(async (c) => {
+          let hits = 0
           for (let round = 0; round < 10; round++) {
             const sleepMs = 50 + Math.floor(Math.random() * 150)
             const ac = new AbortController()
@@ -600,11 +602,10 @@ describe('under load', () => {
             } else assert.equal(e, null, 'the sleep completed before the abort')
             const got = await Promise.allSettled(followers)
             got.forEach((s, i) => {
-              assert.equal(s.status, 'fulfilled', `follower hit: ${String((s as PromiseRejectedResult).reason)}`)
-              assert.equal((s as PromiseFulfilledResult<{ rows: { n?: unknown }[] }>).value.rows[0]!.n, round * 10 + i)
+              if (followerOutcome(s, server.version, (r) => assert.equal(r.rows[0]!.n, round * 10 + i))) hits++
             })
           }
-          assert.equal(c.cancelMisfires, 0)
+          assertMisfires(c.cancelMisfires, hits)
         }),
       )
       assert.ok(cancelledOnServer > 10, `${cancelledOnServer} of 50 were cancelled while running, ${completedFirst} completed first`)
@@ -681,6 +682,7 @@ describe('under load', () => {
 
   test('abort-to-rejection time, with and without followers', async () => {
     const c = await openClient()
+    let hits = 0
     try {
       const measure = async (followers: number): Promise<number[]> => {
         const times: number[] = []
@@ -695,8 +697,9 @@ describe('under load', () => {
           times.push(performance.now() - t0)
           assert.ok(e instanceof AbortError)
           assertCanceledOnServer(e)
-          const rs = await Promise.all(fs)
-          rs.forEach((r, k) => assert.equal(r.rows[0]!.n, k))
+          ;(await Promise.allSettled(fs)).forEach((s, k) => {
+            if (followerOutcome(s, server.version, (r) => assert.equal(r.rows[0]!.n, k))) hits++
+          })
         }
         return times
       }
@@ -706,7 +709,7 @@ describe('under load', () => {
       // A few ms alone; 20 ms more with followers (the cancel waits for the target to have run that long).
       assert.ok(alone < 100, `alone: ${alone} ms`)
       assert.ok(behind >= 20 && behind < 250, `with followers: ${behind} ms`)
-      assert.equal(c.cancelMisfires, 0)
+      assertMisfires(c.cancelMisfires, hits)
     } finally {
       await c.end()
     }

@@ -28,8 +28,9 @@ const allowedLayers: Record<Layer, Layer[]> = {
   // Logical replication messages (pgoutput) and LSNs: pure decoding over the type system.
   replication: ['errors', 'protocol', 'types'],
   facade: ['errors', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'facade', 'wire'],
-  // The browser-side parser (pipegres/wire) must load in a browser on its own.
-  wire: [],
+  // The browser-side parser (pipegres/wire) must load in a browser: it shares only
+  // the layers that import no node: module (checked by a build against the DOM library).
+  wire: ['errors', 'protocol', 'types'],
   // Subpath adapters (pipegres/pg, /kysely, ...): the public API only, checked separately below.
   integrations: [],
 }
