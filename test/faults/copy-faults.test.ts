@@ -1,16 +1,17 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { connect, ConnectionError, ProtocolError } from '../../src/index.js'
-import { commandComplete, fakeServer, i16, msg, readyForQuery, type FakeConnection } from '../helpers/fake-server.js'
+import { commandComplete, int16, message, readyForQuery } from '../helpers/backend-messages.js'
+import { fakeServer, type FakeConnection } from '../helpers/fake-server.js'
 
 // COPY against a server that breaks the protocol: every such case closes the
 // connection with a ProtocolError naming what came, fails the COPY's stream,
 // and leaves nothing hanging.
 
-const copyInResponse = (columns = 1): Buffer => msg('G', Buffer.from([0]), i16(columns), ...Array.from({ length: columns }, () => i16(0)))
-const copyOutResponse = (columns = 1, format = 0): Buffer => msg('H', Buffer.from([format]), i16(columns), ...Array.from({ length: columns }, () => i16(format)))
-const copyData = (s: string): Buffer => msg('d', Buffer.from(s))
-const copyDone = (): Buffer => msg('c')
+const copyInResponse = (columns = 1): Uint8Array => message('G', Buffer.from([0]), int16(columns), ...Array.from({ length: columns }, () => int16(0)))
+const copyOutResponse = (columns = 1, format = 0): Uint8Array => message('H', Buffer.from([format]), int16(columns), ...Array.from({ length: columns }, () => int16(format)))
+const copyData = (s: string): Uint8Array => message('d', Buffer.from(s))
+const copyDone = (): Uint8Array => message('c')
 
 /** A server that completes startup, waits for the first Query, then runs `then`. */
 async function afterQuery(then: (c: FakeConnection) => Promise<void> | void) {
@@ -71,9 +72,9 @@ test('rows of a binary COPY that do not match its columns fail with a ProtocolEr
     // The describe: a one-column int4 result with no rows, message by message.
     for (;;) {
       const m = await c.read()
-      if (m.type === 'P') c.write(msg('1'))
-      else if (m.type === 'D') c.write(msg('t', i16(0)), msg('T', i16(1), Buffer.from('a\0'), Buffer.from([0, 0, 0, 0, 0, 0, 0, 0, 0, 23, 0, 4, 0xff, 0xff, 0xff, 0xff, 0, 0])))
-      else if (m.type === 'B') c.write(msg('2'))
+      if (m.type === 'P') c.write(message('1'))
+      else if (m.type === 'D') c.write(message('t', int16(0)), message('T', int16(1), Buffer.from('a\0'), Buffer.from([0, 0, 0, 0, 0, 0, 0, 0, 0, 23, 0, 4, 0xff, 0xff, 0xff, 0xff, 0, 0])))
+      else if (m.type === 'B') c.write(message('2'))
       else if (m.type === 'E') c.write(commandComplete('SELECT 0'))
       else if (m.type === 'S') {
         c.write(readyForQuery())
@@ -82,8 +83,8 @@ test('rows of a binary COPY that do not match its columns fail with a ProtocolEr
     }
     for (;;) if ((await c.read()).type === 'Q') break
     const header = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)])
-    const tuple = Buffer.concat([i16(2), Buffer.from([0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 2])])
-    c.write(copyOutResponse(1, 1), msg('d', header, tuple), copyDone(), commandComplete('COPY 1'), readyForQuery())
+    const tuple = Buffer.concat([int16(2), Buffer.from([0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 2])])
+    c.write(copyOutResponse(1, 1), message('d', header, tuple), copyDone(), commandComplete('COPY 1'), readyForQuery())
     await c.waitClosed()
   })
   const db = await connect(s.options)

@@ -1,7 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { connect, ConnectionError, PgError } from '../../src/index.js'
-import { errorResponse, fakeServer, startupOk, type FakeConnection } from '../helpers/fake-server.js'
+import { errorResponse, startupOk } from '../helpers/backend-messages.js'
+import { fakeServer, type FakeConnection } from '../helpers/fake-server.js'
 
 // Servers and poolers that do not implement NegotiateProtocolVersion refuse a
 // 3.2 startup outright (PgBouncer 1.18 answers 08P01 "bad packet header",

@@ -29,10 +29,9 @@ import { resolveConfig } from '../../src/config/index.js'
 import { MAX_FRONTEND_MESSAGE } from '../../src/protocol/writer.js'
 import { DEFAULT_MAX_ITERATIONS } from '../../src/auth/index.js'
 import {
-  fakeServer,
-  msg,
-  i32,
-  i16,
+  message,
+  int32,
+  int16,
   authOk,
   backendKeyData,
   readyForQuery,
@@ -42,9 +41,8 @@ import {
   errorResponse,
   parameterStatus,
   startupOk,
-  type FakeConnection,
-  type FrontendMessage,
-} from '../helpers/fake-server.js'
+} from '../helpers/backend-messages.js'
+import { fakeServer, type FakeConnection, type FrontendMessage } from '../helpers/fake-server.js'
 import { closedPort, tcpOptions } from '../helpers/connect.js'
 import { openClient, uniqueName } from '../helpers/client.js'
 import { getTestServer } from '../helpers/server.js'
@@ -66,7 +64,7 @@ function saslInitial(m: FrontendMessage): { mechanism: string; clientFirst: stri
   return { mechanism: m.body.subarray(0, nul).toString(), clientFirst: m.body.subarray(nul + 5).toString() }
 }
 
-const sasl = (...mechanisms: string[]): Buffer => msg('R', i32(10), ...mechanisms, Buffer.from([0]))
+const sasl = (...mechanisms: string[]): Uint8Array => message('R', int32(10), ...mechanisms, Buffer.from([0]))
 
 /**
  * Answers what a client sends the way a server would, for the statements of these
@@ -89,27 +87,27 @@ async function answerQueries(c: FakeConnection, seen: FrontendMessage[] = [], pa
         if (text.includes('fail')) {
           c.write(errorResponse({ S: 'ERROR', V: 'ERROR', C: '42P01', M: 'relation "fail" does not exist' }))
           failed = true
-        } else c.write(msg('1'))
+        } else c.write(message('1'))
         break
       }
       case 'D': {
         const params = Math.max(0, ...[...text.matchAll(/\$(\d+)/g)].map((x) => Number(x[1])))
-        if (m.body[0] === 0x53) c.write(msg('t', i16(params), ...Array.from({ length: params }, () => i32(paramType))))
+        if (m.body[0] === 0x53) c.write(message('t', int16(params), ...Array.from({ length: params }, () => int32(paramType))))
         c.write(rowDescription(['n']))
         break
       }
       case 'B':
-        c.write(msg('2'))
+        c.write(message('2'))
         break
       case 'E':
         if (text.includes('notice')) {
-          c.write(msg('N', Buffer.from('SNOTICE\0VNOTICE\0C00000\0Mnothing to see\0\0')), parameterStatus('TimeZone', 'UTC'), msg('A', i32(1), 'chan', 'payload'))
+          c.write(message('N', Buffer.from('SNOTICE\0VNOTICE\0C00000\0Mnothing to see\0\0')), parameterStatus('TimeZone', 'UTC'), message('A', int32(1), 'chan', 'payload'))
         }
-        if (text.includes('broken')) c.write(msg('!', 'what'))
+        if (text.includes('broken')) c.write(message('!', 'what'))
         c.write(dataRow(['ok']), commandComplete('SELECT 1'))
         break
       case 'C':
-        c.write(msg('3'))
+        c.write(message('3'))
         break
       case 'S':
         c.write(readyForQuery())
@@ -144,7 +142,7 @@ test('SASL: the client answers with a mechanism the server offered, and refuses 
     answered = first.mechanism
     const nonce = /r=([^,]+)/.exec(first.clientFirst)![1]!
     // About half an hour of PBKDF2 on one core: a client that started would stall for that long.
-    c.write(msg('R', i32(11), Buffer.from(`r=${nonce}srv,s=${Buffer.from('salt').toString('base64')},i=100000000`)))
+    c.write(message('R', int32(11), Buffer.from(`r=${nonce}srv,s=${Buffer.from('salt').toString('base64')},i=100000000`)))
     await drain(c, after)
   })
   try {
@@ -173,7 +171,7 @@ test('SASL: deriving the key for the largest allowed iteration count does not bl
     c.write(sasl('SCRAM-SHA-256'))
     const { clientFirst } = saslInitial(await c.read())
     const nonce = /r=([^,]+)/.exec(clientFirst)![1]!
-    c.write(msg('R', i32(11), Buffer.from(`r=${nonce}srv,s=${Buffer.from('salt').toString('base64')},i=${DEFAULT_MAX_ITERATIONS}`)))
+    c.write(message('R', int32(11), Buffer.from(`r=${nonce}srv,s=${Buffer.from('salt').toString('base64')},i=${DEFAULT_MAX_ITERATIONS}`)))
     const t0 = performance.now()
     await c.read()
     derivedIn = performance.now() - t0
@@ -206,11 +204,11 @@ test('SASL: a server signature that does not verify fails with an AuthError, and
     const { clientFirst } = saslInitial(await c.read())
     const nonce = /r=([^,]+)/.exec(clientFirst)![1]!
     const salt = Buffer.from('saltsalt')
-    c.write(msg('R', i32(11), Buffer.from(`r=${nonce}srv,s=${salt.toString('base64')},i=4096`)))
+    c.write(message('R', int32(11), Buffer.from(`r=${nonce}srv,s=${salt.toString('base64')},i=4096`)))
     await c.read()
     // A signature made with the wrong password: a server that does not know it (or a man in the middle).
     const wrong = createHmac('sha256', pbkdf2Sync('not-the-password', salt, 4096, 32, 'sha256')).update('Server Key').digest()
-    c.write(msg('R', i32(12), Buffer.from(`v=${wrong.toString('base64')}`)), authOk(), backendKeyData(1), readyForQuery())
+    c.write(message('R', int32(12), Buffer.from(`v=${wrong.toString('base64')}`)), authOk(), backendKeyData(1), readyForQuery())
     await drain(c, after)
     closed = c.closed
   })
@@ -238,7 +236,7 @@ for (const [request, requireAuth, method] of [
     let fetched = 0
     const s = await fakeServer(async (c) => {
       await c.readStartup()
-      c.write(request === 'cleartext' ? msg('R', i32(3)) : msg('R', i32(5), Buffer.from([1, 2, 3, 4])))
+      c.write(request === 'cleartext' ? message('R', int32(3)) : message('R', int32(5), Buffer.from([1, 2, 3, 4])))
       await drain(c, sent)
     })
     try {

@@ -1,85 +1,15 @@
 // A scripted PostgreSQL backend, for what a real server cannot be made to do:
 // malformed messages, replies out of turn, handshakes that lie. Each test writes
-// a script that reads the client's messages and answers with exact bytes.
+// a script that reads the client's messages and answers with exact bytes
+// (built with ./backend-messages.ts).
 
 import * as net from 'node:net'
+import { startupOk } from './backend-messages.js'
 
 export interface FrontendMessage {
   /** The type letter ('' for the untyped startup-phase messages). */
   type: string
   body: Buffer
-}
-
-/** Builds one backend message: type byte, length, body. */
-export function msg(type: string, ...parts: (Buffer | number[] | string)[]): Buffer {
-  const body = Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p + '\0') : Buffer.isBuffer(p) ? p : Buffer.from(p))))
-  const head = Buffer.alloc(5)
-  head[0] = type.charCodeAt(0)
-  head.writeInt32BE(body.length + 4, 1)
-  return Buffer.concat([head, body])
-}
-
-export function i32(n: number): Buffer {
-  const b = Buffer.alloc(4)
-  b.writeInt32BE(n)
-  return b
-}
-
-export function i16(n: number): Buffer {
-  const b = Buffer.alloc(2)
-  b.writeInt16BE(n)
-  return b
-}
-
-export const authOk = (): Buffer => msg('R', i32(0))
-export const readyForQuery = (status = 'I'): Buffer => msg('Z', Buffer.from(status))
-export const parseComplete = (): Buffer => msg('1')
-export const bindComplete = (): Buffer => msg('2')
-export const noData = (): Buffer => msg('n')
-export const parameterStatus = (k: string, v: string): Buffer => msg('S', k, v)
-export const backendKeyData = (pid: number, key: Buffer = Buffer.from([1, 2, 3, 4])): Buffer => msg('K', i32(pid), key)
-export const commandComplete = (tag: string): Buffer => msg('C', tag)
-export const parameterDescription = (oids: number[]): Buffer => msg('t', i16(oids.length), ...oids.map(i32))
-
-/** RowDescription of text-format columns of the given types (default text). */
-export function rowDescription(columns: (string | [name: string, typeOid: number])[]): Buffer {
-  const parts: Buffer[] = [i16(columns.length)]
-  for (const c of columns) {
-    const [name, oid] = typeof c === 'string' ? [c, 25] : c
-    parts.push(Buffer.from(name + '\0'), i32(0), i16(0), i32(oid), i16(-1), i32(-1), i16(0))
-  }
-  return msg('T', ...parts)
-}
-
-/** DataRow of text values (null for NULL). */
-export function dataRow(values: (string | null | Buffer)[]): Buffer {
-  const parts: Buffer[] = [i16(values.length)]
-  for (const v of values) {
-    if (v === null) parts.push(i32(-1))
-    else {
-      const b = Buffer.isBuffer(v) ? v : Buffer.from(v)
-      parts.push(i32(b.length), b)
-    }
-  }
-  return msg('D', ...parts)
-}
-
-export function errorResponse(fields: Record<string, string>): Buffer {
-  const parts: (Buffer | string)[] = []
-  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(k), v)
-  parts.push(Buffer.from([0]))
-  return msg('E', ...parts)
-}
-
-/** The usual end of a successful trust startup. */
-export function startupOk(pid = 4242): Buffer {
-  return Buffer.concat([
-    authOk(),
-    parameterStatus('server_version', '18.0'),
-    parameterStatus('client_encoding', 'UTF8'),
-    backendKeyData(pid),
-    readyForQuery(),
-  ])
 }
 
 /** One client connection as seen by the fake server. */
@@ -90,6 +20,8 @@ export class FakeConnection {
   /** Startup parameters the client sent. */
   startupParams: Record<string, string> = {}
   startupVersion = 0
+  /** Every typed message read so far, so a test can check afterwards what the client did or did not send. */
+  readonly received: FrontendMessage[] = []
 
   constructor(readonly socket: net.Socket) {
     socket.setNoDelay(true)
@@ -144,6 +76,7 @@ export class FakeConnection {
     await this.need(1 + len)
     const m = { type: String.fromCharCode(this.buf[0]!), body: this.buf.subarray(5, 1 + len) }
     this.buf = this.buf.subarray(1 + len)
+    this.received.push(m)
     return m
   }
 
@@ -163,12 +96,12 @@ export class FakeConnection {
     this.write(startupOk(pid))
   }
 
-  write(...chunks: Buffer[]): void {
+  write(...chunks: Uint8Array[]): void {
     if (!this.socket.destroyed) this.socket.write(Buffer.concat(chunks))
   }
 
   /** Writes bytes one at a time, each in its own TCP segment as far as Nagle allows. */
-  async writeSlowly(data: Buffer, delayMs = 0): Promise<void> {
+  async writeSlowly(data: Uint8Array, delayMs = 0): Promise<void> {
     for (const b of data) {
       if (this.socket.destroyed) return
       this.socket.write(Buffer.of(b))
@@ -196,6 +129,8 @@ export interface FakeServer {
   options: { host: string; port: number; user: string; database: string; sslmode: 'disable' }
   /** Errors thrown by scripts (a script failing is a test failure). */
   errors: unknown[]
+  /** Every connection accepted so far, in order. */
+  connections: FakeConnection[]
   close(): Promise<void>
 }
 
@@ -203,10 +138,12 @@ export interface FakeServer {
 export async function fakeServer(script: (c: FakeConnection) => Promise<void>): Promise<FakeServer> {
   const sockets = new Set<net.Socket>()
   const errors: unknown[] = []
+  const connections: FakeConnection[] = []
   const server = net.createServer((socket) => {
     sockets.add(socket)
     socket.on('close', () => sockets.delete(socket))
     const conn = new FakeConnection(socket)
+    connections.push(conn)
     script(conn).catch((err: unknown) => {
       if (!conn.closed) errors.push(err)
       socket.destroy()
@@ -218,6 +155,7 @@ export async function fakeServer(script: (c: FakeConnection) => Promise<void>): 
     port,
     options: { host: '127.0.0.1', port, user: 'u', database: 'd', sslmode: 'disable' },
     errors,
+    connections,
     close: async () => {
       for (const s of sockets) s.destroy()
       await new Promise<void>((r) => server.close(() => r()))

@@ -4,7 +4,7 @@
 // gets its connection closed and changes nothing: the query never ends.
 
 import * as net from 'node:net'
-import { startupOk } from './fake-server.js'
+import { startupOk } from './backend-messages.js'
 
 const CANCEL_REQUEST_CODE = 80877102
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { Framer, isAssembledMessage } from '../../src/protocol/framer.js'
 import { byteaCodec, byteaHex } from '../../src/types/codecs/bytea.js'
 import { CodecError } from '../../src/types/codec.js'
+import { dataRow } from '../helpers/backend-messages.js'
 
 // Without a server: when a big bytea may come back as a view of the message it
 // arrived in, and when it must be copied. A view is only safe in memory that
@@ -10,19 +11,6 @@ import { CodecError } from '../../src/types/codec.js'
 // chunks or a reader's reused buffer are not.
 
 const MiB = 1024 * 1024
-
-/** A DataRow with one column holding `value`. */
-function dataRow(value: Uint8Array): Uint8Array {
-  const len = 4 + 2 + 4 + value.length
-  const msg = new Uint8Array(1 + len)
-  const dv = new DataView(msg.buffer)
-  msg[0] = 0x44
-  dv.setInt32(1, len)
-  dv.setInt16(5, 1)
-  dv.setInt32(7, value.length)
-  msg.set(value, 11)
-  return msg
-}
 
 function pattern(n: number): Uint8Array {
   const b = new Uint8Array(n)
@@ -46,7 +34,7 @@ function receive(bytes: Uint8Array, chunk: number): { value: Uint8Array; from: U
 
 test('a big value assembled from many chunks is returned as a view of its message, unchanged', () => {
   const value = pattern(3 * MiB)
-  const { value: got, from } = receive(dataRow(value), 64 * 1024)
+  const { value: got, from } = receive(dataRow([value]), 64 * 1024)
   assert.ok(isAssembledMessage(from))
   assert.equal(got.buffer, from.buffer, 'a view, not a copy')
   assert.ok(Buffer.isBuffer(got))
@@ -55,7 +43,7 @@ test('a big value assembled from many chunks is returned as a view of its messag
 
 test("a big value inside one socket chunk is copied: the chunk is not the framer's to lend", () => {
   const value = pattern(2 * MiB)
-  const bytes = dataRow(value)
+  const bytes = dataRow([value])
   const { value: got, from } = receive(bytes, bytes.length)
   assert.equal(isAssembledMessage(from), false)
   assert.notEqual(got.buffer, from.buffer)
@@ -63,12 +51,12 @@ test("a big value inside one socket chunk is copied: the chunk is not the framer
 })
 
 test('small values, and big values that are a small part of their buffer, are copied', () => {
-  const small = receive(dataRow(pattern(200 * 1024)), 16 * 1024)
+  const small = receive(dataRow([pattern(200 * 1024)]), 16 * 1024)
   assert.equal(isAssembledMessage(small.from), false, 'small messages are not registered')
   assert.notEqual(small.value.buffer, small.from.buffer)
 
   // A 1 MiB value decoded from a 4 MiB assembled message (as from a row with other big columns).
-  const { from } = receive(dataRow(pattern(4 * MiB)), 64 * 1024)
+  const { from } = receive(dataRow([pattern(4 * MiB)]), 64 * 1024)
   const part = byteaCodec.decodeBinary!(from, 11, 11 + MiB) as Uint8Array
   assert.notEqual(part.buffer, from.buffer)
 })

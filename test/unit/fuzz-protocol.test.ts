@@ -29,6 +29,7 @@ import { connect, type Client } from '../../src/index.js'
 import { TypeCatalog } from '../../src/types/catalog.js'
 import { CodecError } from '../../src/types/codec.js'
 import { WireParser, WireProtocolError } from '../../src/wire/index.js'
+import { concat, cstr, dataRowBody, int16 as i16, int32 as i32, message, rowDescriptionBody } from '../helpers/backend-messages.js'
 import { fakeServer, type FakeConnection } from '../helpers/fake-server.js'
 import { RECORDINGS, bytes as hexBytes } from './wire-support.js'
 
@@ -127,33 +128,7 @@ interface Msg {
 const utf8 = new TextEncoder()
 const code = (c: string): number => c.charCodeAt(0)
 
-function concat(parts: readonly Bytes[]): Bytes {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
-}
-
-function i16(n: number): Bytes {
-  const b = new Uint8Array(2)
-  new DataView(b.buffer).setInt16(0, n)
-  return b
-}
-
-function i32(n: number): Bytes {
-  const b = new Uint8Array(4)
-  new DataView(b.buffer).setInt32(0, n | 0)
-  return b
-}
-
-const cstr = (s: string): Bytes => concat([utf8.encode(s), Uint8Array.of(0)])
-
-function frame(m: Msg): Bytes {
-  return concat([Uint8Array.of(m.type), i32(m.body.length + 4), m.body])
-}
+const frame = (m: Msg): Bytes => message(m.type, m.body)
 
 const serialize = (msgs: readonly Msg[]): Bytes => concat(msgs.map(frame))
 
@@ -190,17 +165,6 @@ const fieldArb: fc.Arbitrary<FieldDescription> = fc.record(
   },
   { noNullPrototype: true },
 )
-
-function rowDescriptionBody(fields: readonly FieldDescription[]): Bytes {
-  return concat([
-    i16(fields.length),
-    ...fields.flatMap((f) => [cstr(f.name), i32(f.tableOid), i16(f.columnNumber), i32(f.typeOid), i16(f.typeSize), i32(f.typeModifier), i16(f.format)]),
-  ])
-}
-
-function dataRowBody(values: readonly (Bytes | null)[]): Bytes {
-  return concat([i16(values.length), ...values.flatMap((v) => (v === null ? [i32(-1)] : [i32(v.length), v]))])
-}
 
 const ERROR_CODES = 'SVCMDHPpqWstcdnFLR'
 const NUMERIC_CODES = 'PpL'
