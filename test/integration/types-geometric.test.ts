@@ -4,42 +4,15 @@ import fc from 'fast-check'
 import { Writer } from '../../src/protocol/writer.js'
 import type { Codec } from '../../src/types/codec.js'
 import { boxCodec, circleCodec, lineCodec, lsegCodec, pathCodec, pointCodec, polygonCodec, type Point } from '../../src/types/codecs/geometric.js'
-import { echoParam, rawConnection } from '../helpers/raw-values.js'
+import { echoParam } from '../helpers/raw-values.js'
+import { param, select, testType, textParam, type Param } from '../helpers/type-roundtrip.js'
 
 // The geometric types against what a real server sends and understands.
-
-type Param = { oid: number; format: 0 | 1; value: Uint8Array }
-
-async function select(exprs: string[], params: Param[], format: 0 | 1): Promise<Buffer[]> {
-  const c = await rawConnection()
-  const { rows } = await c.run(`SELECT ${exprs.join(', ')}`, params, format)
-  return rows[0]!.map((v) => v!)
-}
-
-async function checkDecoding(codec: Codec, cases: [string, unknown][]): Promise<void> {
-  const exprs = cases.map(([sql]) => sql)
-  // One raw connection runs one exchange at a time.
-  const text = await select(exprs, [], 0)
-  const binary = await select(exprs, [], 1)
-  cases.forEach(([sql, expected], i) => {
-    const t = text[i]!
-    const b = binary[i]!
-    const fromText = codec.decodeText(t, 0, t.length)
-    assert.deepStrictEqual(fromText, expected, `${sql} in text`)
-    assert.deepStrictEqual(codec.decodeBinary!(b, 0, b.length), fromText, `${sql} in binary`)
-  })
-}
-
-function binaryParam(codec: Codec, oid: number, value: unknown): Param {
-  const w = new Writer(64)
-  assert.ok(codec.encodeBinary!(w, value), 'goes in binary')
-  return { oid, format: 1, value: w.take().slice() }
-}
 
 const pt = (x: number, y: number): Point => ({ x, y })
 
 test('points, lines and segments decode to the same doubles from text and binary', async () => {
-  await checkDecoding(pointCodec, [
+  await testType(pointCodec, 600, [
     ["'(1,2)'::point", pt(1, 2)],
     ["'(-0,0)'::point", pt(-0, 0)],
     ["'(NaN,Infinity)'::point", pt(NaN, Infinity)],
@@ -51,14 +24,14 @@ test('points, lines and segments decode to the same doubles from text and binary
     ["'(123456789012345678,0.000001)'::point", pt(123456789012345678, 0.000001)],
     ["'(1,2)'::point + '(0.1,0.2)'::point", pt(1.1, 2.2)],
   ])
-  await checkDecoding(lineCodec, [
+  await testType(lineCodec, 628, [
     ["'{1,-1,0}'::line", { a: 1, b: -1, c: 0 }],
     ["'{0,2.5,NaN}'::line", { a: 0, b: 2.5, c: NaN }],
     ["'[(0,0),(1,1)]'::line", { a: 1, b: -1, c: 0 }],
     ["'[(0,3),(1,3)]'::line", { a: 0, b: -1, c: 3 }],
     ["'{-1e-300,Infinity,-0}'::line", { a: -1e-300, b: Infinity, c: -0 }],
   ])
-  await checkDecoding(lsegCodec, [
+  await testType(lsegCodec, 601, [
     ["'[(1,2),(3,4)]'::lseg", [pt(1, 2), pt(3, 4)]],
     ["'((3,4),(1,2))'::lseg", [pt(3, 4), pt(1, 2)]],
     ["'[(0,0),(0,0)]'::lseg", [pt(0, 0), pt(0, 0)]],
@@ -67,7 +40,7 @@ test('points, lines and segments decode to the same doubles from text and binary
 })
 
 test('boxes come with the upper-right corner first, as the server stores them', async () => {
-  await checkDecoding(boxCodec, [
+  await testType(boxCodec, 603, [
     ["'(1,2),(3,4)'::box", [pt(3, 4), pt(1, 2)]],
     ["'((3,4),(1,2))'::box", [pt(3, 4), pt(1, 2)]],
     ["'(3,2),(1,4)'::box", [pt(3, 4), pt(1, 2)]],
@@ -78,7 +51,7 @@ test('boxes come with the upper-right corner first, as the server stores them', 
 })
 
 test('paths, polygons and circles decode alike from text and binary', async () => {
-  await checkDecoding(pathCodec, [
+  await testType(pathCodec, 602, [
     ["'[(1,2),(3,4)]'::path", { closed: false, points: [pt(1, 2), pt(3, 4)] }],
     ["'((1,2),(3,4),(5,6))'::path", { closed: true, points: [pt(1, 2), pt(3, 4), pt(5, 6)] }],
     ["'(1,2),(3,4)'::path", { closed: true, points: [pt(1, 2), pt(3, 4)] }],
@@ -91,14 +64,14 @@ test('paths, polygons and circles decode alike from text and binary', async () =
       { closed: false, points: Array.from({ length: 100 }, (_, i) => pt(i, i / 7)) },
     ],
   ])
-  await checkDecoding(polygonCodec, [
+  await testType(polygonCodec, 604, [
     ["'((0,0),(1,0),(1,1))'::polygon", [pt(0, 0), pt(1, 0), pt(1, 1)]],
     ["'(1,2)'::polygon", [pt(1, 2)]],
     ["'((1,2))'::polygon", [pt(1, 2)]],
     ["polygon('(1,2),(3,4)'::box)", [pt(1, 2), pt(1, 4), pt(3, 4), pt(3, 2)]],
     ["'((-0,NaN),(Infinity,-1e300))'::polygon", [pt(-0, NaN), pt(Infinity, -1e300)]],
   ])
-  await checkDecoding(circleCodec, [
+  await testType(circleCodec, 718, [
     ["'<(1,2),3>'::circle", { x: 1, y: 2, radius: 3 }],
     ["'((1,2),3)'::circle", { x: 1, y: 2, radius: 3 }],
     ["'<(0,0),0>'::circle", { x: 0, y: 0, radius: 0 }],
@@ -140,8 +113,9 @@ const kinds: [Codec, number, fc.Arbitrary<unknown>, (v: never) => unknown][] = [
 test('property: random values sent in binary and in text come back as the same doubles in both formats', async () => {
   for (const [codec, oid, arbitrary, stored] of kinds) {
     const values = fc.sample(arbitrary, { numRuns: 60, seed: oid })
-    const binary = values.map((v) => binaryParam(codec, oid, v))
-    const text = values.map((v): Param => ({ oid, format: 0, value: Buffer.from(codec.encodeText(v)) }))
+    const binary = values.map((v) => param(codec, oid, v))
+    for (const p of binary) assert.equal(p.format, 1, 'goes in binary')
+    const text = values.map((v): Param => textParam(oid, codec.encodeText(v)))
     // Each value twice: once as binary, once as the text our encoder wrote.
     const params = [...binary, ...text]
     const exprs = params.map((_, i) => `$${i + 1}`)

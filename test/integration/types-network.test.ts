@@ -5,7 +5,8 @@ import { Writer } from '../../src/protocol/writer.js'
 import type { Codec } from '../../src/types/codec.js'
 import { cidrCodec, inetCodec } from '../../src/types/codecs/network.js'
 import { macaddr8Codec, macaddrCodec } from '../../src/types/codecs/mac-address.js'
-import { echoParam, rawConnection } from '../helpers/raw-values.js'
+import { echoParam } from '../helpers/raw-values.js'
+import { echoAll, param, select, testType, textParam, type Param } from '../helpers/type-roundtrip.js'
 
 // inet, cidr, macaddr and macaddr8 against what a real server sends and understands.
 
@@ -14,51 +15,10 @@ const CIDR = 650
 const MACADDR = 829
 const MACADDR8 = 774
 
-type Param = { oid: number; format: 0 | 1; value: Uint8Array }
-
-/** The raw values of one row of `SELECT <exprs>` with parameters, in the given result format. */
-async function select(exprs: string[], params: Param[], format: 0 | 1): Promise<Buffer[]> {
-  const c = await rawConnection()
-  const { rows } = await c.run(`SELECT ${exprs.join(', ')}`, params, format)
-  return rows[0]!.map((v) => v!)
-}
-
-/** Checks that each SQL expression decodes to its expected value from text and from binary alike. */
-async function checkDecoding(codec: Codec, cases: [string, unknown][]): Promise<void> {
-  const exprs = cases.map(([sql]) => sql)
-  // One raw connection runs one exchange at a time.
-  const text = await select(exprs, [], 0)
-  const binary = await select(exprs, [], 1)
-  cases.forEach(([sql, expected], i) => {
-    const t = text[i]!
-    const b = binary[i]!
-    const fromText = codec.decodeText(t, 0, t.length)
-    assert.deepStrictEqual(fromText, expected, `${sql} in text`)
-    assert.deepStrictEqual(codec.decodeBinary!(b, 0, b.length), fromText, `${sql} in binary`)
-  })
-}
-
-/** A parameter as the codec encodes it: binary when it takes the value, else text. */
-function param(codec: Codec, oid: number, value: unknown): Param {
-  const w = new Writer(64)
-  if (codec.encodeBinary?.(w, value)) return { oid, format: 1, value: w.take().slice() }
-  return { oid, format: 0, value: Buffer.from(codec.encodeText(value)) }
-}
-
-/** How the server prints each parameter back ($n in text results: the type's own output function). */
-async function echoAll(params: Param[]): Promise<string[]> {
-  const out = await select(
-    params.map((_, i) => `$${i + 1}`),
-    params,
-    0,
-  )
-  return out.map((b) => b.toString('utf8'))
-}
-
 const words = (...w: number[]) => w.flatMap((x) => [x >> 8, x & 0xff])
 
 test('inet and cidr decode to what the server prints, from text and binary alike', async () => {
-  await checkDecoding(inetCodec, [
+  await testType(inetCodec, INET, [
     ["'192.168.1.5'::inet", '192.168.1.5'],
     ["'192.168.1.5/24'::inet", '192.168.1.5/24'],
     ["'192.168.1.5/32'::inet", '192.168.1.5'],
@@ -88,7 +48,7 @@ test('inet and cidr decode to what the server prints, from text and binary alike
     ["'fe80::1ff:fe23:4567:890a/10'::inet", 'fe80::1ff:fe23:4567:890a/10'],
     ["'10.0.0.0/8'::cidr::inet", '10.0.0.0/8'],
   ])
-  await checkDecoding(cidrCodec, [
+  await testType(cidrCodec, CIDR, [
     ["'10.0.0.0/8'::cidr", '10.0.0.0/8'],
     ["'10'::cidr", '10.0.0.0/8'],
     ["'192.168.1'::cidr", '192.168.1.0/24'],
@@ -137,7 +97,7 @@ test('property: random addresses print as the server prints them, and encode to 
     const binary = await select(exprs, params, 1)
     for (let i = 0; i < params.length; i++) {
       const printed = text[i]!.toString()
-      assert.deepEqual(binary[i], Buffer.from(params[i]!.value), 'the server sends back what it was sent')
+      assert.deepEqual(binary[i], Buffer.from(params[i]!.value!), 'the server sends back what it was sent')
       assert.equal(codec.decodeBinary!(binary[i]!, 0, binary[i]!.length), printed)
       assert.equal(codec.decodeText(text[i]!, 0, text[i]!.length), printed)
       const w = new Writer(64)
@@ -183,7 +143,7 @@ test('inet and cidr strings: the binary encoder reads them as the server reads t
     assert.equal(p.format, binary ? 1 : 0, s)
     return p
   })
-  const theirs = inputs.map(([, oid, s]): Param => ({ oid, format: 0, value: Buffer.from(s) }))
+  const theirs = inputs.map(([, oid, s]) => textParam(oid, s))
   assert.deepEqual(await echoAll(ours), await echoAll(theirs))
 })
 
@@ -201,14 +161,14 @@ test('the server, not the encoder, refuses bad addresses', async () => {
 })
 
 test('macaddr and macaddr8 decode to what the server prints, from text and binary alike', async () => {
-  await checkDecoding(macaddrCodec, [
+  await testType(macaddrCodec, MACADDR, [
     ["'08:00:2b:01:02:03'::macaddr", '08:00:2b:01:02:03'],
     ["'08-00-2B-01-02-03'::macaddr", '08:00:2b:01:02:03'],
     ["'ffffffffffff'::macaddr", 'ff:ff:ff:ff:ff:ff'],
     ["'00:00:00:00:00:00'::macaddr", '00:00:00:00:00:00'],
     ["'08:00:2b:ff:fe:01:02:03'::macaddr8::macaddr", '08:00:2b:01:02:03'],
   ])
-  await checkDecoding(macaddr8Codec, [
+  await testType(macaddr8Codec, MACADDR8, [
     ["'08:00:2b:01:02:03:04:05'::macaddr8", '08:00:2b:01:02:03:04:05'],
     ["'08:00:2b:01:02:03'::macaddr8", '08:00:2b:ff:fe:01:02:03'],
     ["'08:00:2b:01:02:03'::macaddr::macaddr8", '08:00:2b:ff:fe:01:02:03'],
@@ -235,7 +195,7 @@ test('macaddr and macaddr8 strings: the binary encoder reads them as the server 
     assert.equal(p.format, binary ? 1 : 0, s)
     return p
   })
-  const theirs = inputs.map(([, oid, s]): Param => ({ oid, format: 0, value: Buffer.from(s) }))
+  const theirs = inputs.map(([, oid, s]) => textParam(oid, s))
   assert.deepEqual(await echoAll(ours), await echoAll(theirs))
   await assert.rejects(echoParam(MACADDR, 0, param(macaddrCodec, MACADDR, '08:00:2b:01:02').value, '$1'), /invalid input syntax for type macaddr/)
 })
@@ -253,11 +213,11 @@ test('property: random MAC addresses round-trip through the server', async () =>
   params.forEach((p, i) => {
     const codec = p.oid === MACADDR ? macaddrCodec : macaddr8Codec
     const printed = text[i]!.toString()
-    assert.deepEqual(binary[i], Buffer.from(p.value))
+    assert.deepEqual(binary[i], Buffer.from(p.value!))
     assert.equal(codec.decodeBinary!(binary[i]!, 0, binary[i]!.length), printed)
     assert.equal(codec.decodeText(text[i]!, 0, text[i]!.length), printed)
     const again = param(codec, p.oid, printed)
     assert.equal(again.format, 1)
-    assert.deepEqual(Buffer.from(again.value), Buffer.from(p.value))
+    assert.deepEqual(Buffer.from(again.value!), Buffer.from(p.value!))
   })
 })

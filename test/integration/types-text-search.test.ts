@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import type { Codec } from '../../src/types/codec.js'
 import { tsqueryCodec, tsvectorCodec } from '../../src/types/codecs/text-search.js'
-import { rawConnection } from '../helpers/raw-values.js'
+import { decodeBoth, testType, textParam, type Param } from '../helpers/type-roundtrip.js'
 
 // tsvector and tsquery against what a real server sends: the binary decoders
 // must rebuild exactly the text the server prints.
@@ -12,39 +12,13 @@ const TEXT = 25
 const TSVECTOR = 3614
 const TSQUERY = 3615
 
-type Param = { oid: number; format: 0 | 1; value: Uint8Array }
-
-async function select(exprs: string[], params: Param[], format: 0 | 1): Promise<Buffer[]> {
-  const c = await rawConnection()
-  const { rows } = await c.run(`SELECT ${exprs.join(', ')}`, params, format)
-  return rows[0]!.map((v) => v!)
-}
-
 /** Decodes every expression from text and from binary; both must give the server's text. Returns it. */
-async function decodeBoth(codec: Codec, exprs: string[], params: Param[] = []): Promise<string[]> {
-  // One raw connection runs one exchange at a time.
-  const text = await select(exprs, params, 0)
-  const binary = await select(exprs, params, 1)
-  return exprs.map((sql, i) => {
-    const t = text[i]!
-    const b = binary[i]!
-    const fromText = codec.decodeText(t, 0, t.length)
-    assert.equal(fromText, t.toString('utf8'), sql)
-    assert.equal(codec.decodeBinary!(b, 0, b.length), fromText, `${sql} in binary`)
-    return fromText as string
-  })
-}
-
-async function checkDecoding(codec: Codec, cases: [string, string][]): Promise<void> {
-  const printed = await decodeBoth(
-    codec,
-    cases.map(([sql]) => sql),
-  )
-  cases.forEach(([sql, expected], i) => assert.equal(printed[i], expected, sql))
+async function decodePrinted(codec: Codec, exprs: string[], params: Param[] = []): Promise<string[]> {
+  return (await decodeBoth(codec, exprs, params, { asPrinted: true })) as string[]
 }
 
 test('tsvector decodes to the text the server prints, from text and binary alike', async () => {
-  await checkDecoding(tsvectorCodec, [
+  await testType(tsvectorCodec, TSVECTOR, [
     ["''::tsvector", ''],
     ["'a fat cat sat on a mat and ate a fat rat'::tsvector", "'a' 'and' 'ate' 'cat' 'fat' 'mat' 'on' 'rat' 'sat'"],
     ["'a:1A cat:2,3B fat:4'::tsvector", "'a':1A 'cat':2,3B 'fat':4"],
@@ -56,11 +30,11 @@ test('tsvector decodes to the text the server prints, from text and binary alike
     ["$q$'a b' 'c:d' '\\\\' '''' x\\:y$q$::tsvector", "'''' '\\\\' 'a b' 'c:d' 'x:y'"],
     ["'café:1 日本語:2,3 ünïcödé'::tsvector", "'café':1 'ünïcödé' '日本語':2,3"],
     ["strip('a:1A b:2'::tsvector)", "'a' 'b'"],
-  ])
+  ], { asPrinted: true })
 })
 
 test('tsquery decodes to the text the server prints, with its parentheses', async () => {
-  await checkDecoding(tsqueryCodec, [
+  await testType(tsqueryCodec, TSQUERY, [
     ["''::tsquery", ''],
     ["'a'::tsquery", "'a'"],
     ["'a & (b | !c)'::tsquery", "'a' & ( 'b' | !'c' )"],
@@ -96,7 +70,7 @@ test('tsquery decodes to the text the server prints, with its parentheses', asyn
     ["tsquery_phrase('a'::tsquery, 'b | c'::tsquery, 5)", "'a' <5> ( 'b' | 'c' )"],
     ["'a'::tsquery && !!'b'::tsquery", "'a' & !'b'"],
     ["!!('a <-> b'::tsquery || 'c'::tsquery)", "!( 'a' <-> 'b' | 'c' )"],
-  ])
+  ], { asPrinted: true })
 })
 
 test('deeply nested queries decode alike in both formats', async () => {
@@ -105,7 +79,7 @@ test('deeply nested queries decode alike in both formats', async () => {
   for (let i = 1; i < 300; i++) q = i % 3 === 0 ? `!(${q}) ${ops[i % 4]} w${i}` : `w${i} ${ops[i % 4]} (${q})`
   let chain = 'w0'
   for (let i = 1; i < 2000; i++) chain += ` & w${i}`
-  const [nested, flat] = await decodeBoth(tsqueryCodec, [`'${q}'::tsquery`, `'${chain}'::tsquery`])
+  const [nested, flat] = await decodePrinted(tsqueryCodec, [`'${q}'::tsquery`, `'${chain}'::tsquery`])
   assert.equal(nested!.split('( ').length - 1, nested!.split(' )').length - 1)
   assert.ok(nested!.split('( ').length > 150)
   assert.ok(nested!.startsWith("'w299' <7> ( 'w298' <-> ( !( 'w296' & 'w295' <7> ( !( 'w293' | 'w292' & !( "))
@@ -132,8 +106,8 @@ const { query } = fc.letrec<{ query: Query }>((tie) => ({
 
 test('property: random query trees print the same from binary as the server prints them', async () => {
   const queries = fc.sample(query, { numRuns: 200, seed: 3615 })
-  const params = queries.map((q): Param => ({ oid: TSQUERY, format: 0, value: Buffer.from(tsqueryCodec.encodeText(q.text)) }))
-  await decodeBoth(
+  const params = queries.map((q) => textParam(TSQUERY, tsqueryCodec.encodeText(q.text)))
+  await decodePrinted(
     tsqueryCodec,
     params.map((_, i) => `$${i + 1}`),
     params,
@@ -153,10 +127,10 @@ test('property: random text through to_tsquery, plainto_tsquery, phraseto_tsquer
   for (const [config, f, ws, ops] of inputs) {
     // to_tsquery needs operators between words; the others take free text.
     const text = f === 3 ? ws.map((w, i) => (i === 0 ? w : ops[i]!.replace(' or -', ' | !') + w)).join('') : ws.map((w, i) => (i === 0 ? w : f === 2 ? ops[i]!.replace(/[&|<>\d!]/g, '') + w : ' ' + w)).join('')
-    params.push({ oid: TEXT, format: 0, value: Buffer.from(text) })
+    params.push(textParam(TEXT, text))
     exprs.push(`${f === 3 ? 'to_tsquery' : functions[f]}('${config}', $${params.length})`)
   }
-  const printed = await decodeBoth(tsqueryCodec, exprs, params)
+  const printed = await decodePrinted(tsqueryCodec, exprs, params)
   // Stop words alone give an empty query; most inputs must give more than that.
   assert.ok(printed.filter((s) => s.includes('&') || s.includes('<')).length > 50)
 })
@@ -166,9 +140,9 @@ test('property: random tsvectors print the same from binary as the server prints
   const vectors = fc.sample(fc.array(entry, { maxLength: 10 }), { numRuns: 150, seed: 3614 })
   const params = vectors.map((v): Param => {
     const text = v.map(([l, positions]) => quote(l) + (positions.length ? ':' + positions.map(([p, w]) => `${p}${w}`).join(',') : '')).join(' ')
-    return { oid: TSVECTOR, format: 0, value: Buffer.from(tsvectorCodec.encodeText(text)) }
+    return textParam(TSVECTOR, tsvectorCodec.encodeText(text))
   })
-  const printed = await decodeBoth(
+  const printed = await decodePrinted(
     tsvectorCodec,
     params.map((_, i) => `$${i + 1}`),
     params,
