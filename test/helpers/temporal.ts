@@ -1,23 +1,13 @@
-// Shared by the temporal codec tests: decoding from inside a larger buffer,
-// encoding to hex, and independent oracles for what PostgreSQL prints, built on
+// Shared by the temporal codec tests: decoding from inside a larger buffer
+// (from ./type-roundtrip.ts), encoding to hex, and independent oracles for what PostgreSQL prints, built on
 // bigint and the runtime's own Date (never on the code under test).
 
 import assert from 'node:assert/strict'
 import type { Codec } from '../../src/types/codec.js'
 import { Writer } from '../../src/protocol/writer.js'
+import { decodeIn } from './type-roundtrip.js'
 
-// Bytes around every value that a decoder reading out of bounds would trip over.
-const BEFORE = Buffer.from('-9:')
-const AFTER = Buffer.from(' BC:99.5+05')
-
-/** Decodes `bytes` placed in the middle of a larger buffer, as in a socket chunk. */
-export function decodeIn(decode: (buf: Uint8Array, start: number, end: number) => unknown, bytes: Uint8Array): unknown {
-  const buf = Buffer.concat([BEFORE, bytes, AFTER])
-  const before = Buffer.from(buf)
-  const out = decode(buf, BEFORE.length, BEFORE.length + bytes.length)
-  assert.deepEqual(buf, before, 'a decoder must not write into the chunk')
-  return out
-}
+export { decodeIn }
 
 export const decText = (c: Codec, s: string): unknown => decodeIn(c.decodeText, Buffer.from(s))
 export const decBin = (c: Codec, hex: string): unknown => decodeIn(c.decodeBinary!, Buffer.from(hex, 'hex'))

@@ -33,9 +33,12 @@ export async function select(exprs: readonly string[], params: readonly Param[],
   })
 }
 
-/** A parameter as the query layer sends it: binary when the codec takes the value, else text (or text when forced). */
+/**
+ * A parameter as the codec encodes it: binary when the codec takes the value,
+ * else text (or text when forced). Every value goes through the codec, null
+ * too, since for json it is a value and not SQL NULL.
+ */
 export function param(codec: Codec, oid: number, value: unknown, forceText = false): Param {
-  if (value === null) return { oid, format: 0, value: null }
   const w = new Writer(64)
   if (!forceText && codec.encodeBinary?.(w, value)) return { oid, format: 1, value: w.take().slice() }
   return { oid, format: 0, value: Buffer.from(codec.encodeText(value)) }
@@ -44,10 +47,24 @@ export function param(codec: Codec, oid: number, value: unknown, forceText = fal
 /** A parameter in text, for the server to parse itself. */
 export const textParam = (oid: number, text: string): Param => ({ oid, format: 0, value: Buffer.from(text) })
 
-/** Decodes `bytes` from the middle of a larger buffer, as values arrive inside socket chunks. */
+// Bytes around every value that a decoder reading out of bounds would trip over.
+const BEFORE = Buffer.from('-9:')
+const AFTER = Buffer.from(' BC:99.5+05')
+
+/** Decodes `bytes` placed in the middle of a larger buffer, as in a socket chunk, and checks that the decoder left the chunk alone. */
 export function decodeIn(decode: (buf: Uint8Array, start: number, end: number) => unknown, bytes: Uint8Array): unknown {
-  const buf = Buffer.concat([Buffer.from('\x7f\x7f\x7f'), bytes, Buffer.from('\x7f\x7f')])
-  return decode(buf, 3, 3 + bytes.length)
+  const buf = Buffer.concat([BEFORE, bytes, AFTER])
+  const before = Buffer.from(buf)
+  const out = decode(buf, BEFORE.length, BEFORE.length + bytes.length)
+  assert.deepEqual(buf, before, 'a decoder must not write into the chunk')
+  return out
+}
+
+/** The values of the one row of `SELECT <exprs>` in text and in binary, none of them NULL. */
+export async function fetchBoth(exprs: readonly string[], params: readonly Param[] = []): Promise<{ text: Buffer[]; binary: Buffer[] }> {
+  // One raw connection runs one exchange at a time.
+  const text = await select(exprs, params, 0)
+  return { text, binary: await select(exprs, params, 1) }
 }
 
 export interface DecodeOptions {

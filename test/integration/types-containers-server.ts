@@ -1,15 +1,15 @@
 // Checking container codecs against a real server, many values per statement.
 
 import assert from 'node:assert/strict'
-import { Writer } from '../../src/protocol/writer.js'
 import type { Codec } from '../../src/types/codec.js'
 import { rawConnection } from '../helpers/raw-values.js'
+import { param as encoded, type Param } from '../helpers/type-roundtrip.js'
 import { decodeAt } from '../unit/types-containers-codecs.js'
 
 export const lowerBoundsOf = (v: unknown): number[] | undefined => (v as { lowerBounds?: number[] } | null)?.lowerBounds
 
 /** Runs a statement (DDL included) and returns the rows' raw fields. */
-export async function run(sql: string, format: 0 | 1 = 0, params: { oid: number; format: 0 | 1; value: Uint8Array | null }[] = []) {
+export async function run(sql: string, format: 0 | 1 = 0, params: Param[] = []) {
   const c = await rawConnection()
   return c.run(sql, params, format)
 }
@@ -44,14 +44,8 @@ export async function decodeBoth(codec: Codec, exprs: readonly string[]): Promis
   })
 }
 
-/** A parameter as the query layer sends it: binary when the codec can, else text (or text when forced). */
-export function param(codec: Codec, oid: number, value: unknown, forceText = false): { oid: number; format: 0 | 1; value: Uint8Array | null } {
-  if (value === null) return { oid, format: 0, value: null }
-  const w = new Writer()
-  if (!forceText && codec.encodeBinary?.(w, value)) return { oid, format: 1, value: Uint8Array.from(w.take()) }
-  w.take()
-  return { oid, format: 0, value: new TextEncoder().encode(codec.encodeText(value)) }
-}
+/** A parameter as the query layer sends it: null is SQL NULL, anything else goes through the codec. */
+const param = (codec: Codec, oid: number, value: unknown, forceText: boolean): Param => (value === null ? { oid, format: 0, value: null } : encoded(codec, oid, value, forceText))
 
 /**
  * Sends each value as a parameter of type `oid` (binary when the codec can, or
@@ -82,3 +76,4 @@ export async function echoAll(
   })
   return { printed: texts.rows[0]!.map((f) => (f === null ? null : f.toString('utf8'))), decoded, formats: params.map((p) => p.format) }
 }
+

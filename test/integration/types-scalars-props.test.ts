@@ -2,9 +2,9 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { RawConnection, rawConnection } from '../helpers/raw-values.js'
-import { Writer } from '../../src/protocol/writer.js'
-import type { Codec, TypeOptions } from '../../src/types/codec.js'
+import type { TypeOptions } from '../../src/types/codec.js'
 import { canonicalNumeric, codecOf } from '../unit/types-scalars-support.js'
+import { param, textParam, type Param } from '../helpers/type-roundtrip.js'
 import { Money } from '../../src/types/money.js'
 
 // Property tests against the real server: random values, many per statement.
@@ -14,16 +14,6 @@ import { Money } from '../../src/types/money.js'
 
 const RUNS = { numRuns: 4 }
 const batch = <T>(arb: fc.Arbitrary<T>) => fc.array(arb, { minLength: 30, maxLength: 60 })
-
-type Param = { oid: number; format: 0 | 1; value: Uint8Array }
-
-function param(codec: Codec, oid: number, v: unknown): Param {
-  if (codec.encodeBinary) {
-    const w = new Writer()
-    if (codec.encodeBinary(w, v)) return { oid, format: 1, value: w.take() }
-  }
-  return { oid, format: 0, value: Buffer.from(codec.encodeText(v)) }
-}
 
 async function run(sql: string, params: Param[], format: 0 | 1, oid: number, conn?: RawConnection): Promise<Buffer[]> {
   const c = conn ?? (await rawConnection())
@@ -59,7 +49,7 @@ async function roundTrip(oid: number, values: unknown[], options: TypeOptions = 
 }
 
 /** The server parses each text itself. */
-const asText = (oid: number, texts: string[]): Param[] => texts.map((t) => ({ oid, format: 0, value: Buffer.from(t) }))
+const asText = (oid: number, texts: string[]): Param[] => texts.map((t) => textParam(oid, t))
 
 test('integers of every width, against the server', async () => {
   const widths: [number, fc.Arbitrary<number | bigint>, TypeOptions][] = [

@@ -1,7 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { RawConnection, echoParam, rawConnection } from '../helpers/raw-values.js'
+import { RawConnection, echoParam } from '../helpers/raw-values.js'
+import { checkDecoding, decodeIn, selectRow, type TypeCases } from '../helpers/type-roundtrip.js'
 import { Money } from '../../src/types/money.js'
 import { Writer } from '../../src/protocol/writer.js'
 import type { Codec, TypeOptions } from '../../src/types/codec.js'
@@ -11,40 +12,15 @@ import { codecOf } from '../unit/types-scalars-support.js'
 // (which must decode to identical values), and scalar encoders against what the
 // server understood.
 
-interface Fetched {
-  oid: number
-  bytes: Buffer | null
+/** The one value of `SELECT expr` and its type. */
+async function select(expr: string, format: 0 | 1, conn?: RawConnection): Promise<{ oid: number; bytes: Buffer | null }> {
+  const { values, oids } = await selectRow([expr], [], format, conn)
+  return { oid: oids[0]!, bytes: values[0]! }
 }
 
-async function select(expr: string, format: 0 | 1, conn?: RawConnection): Promise<Fetched> {
-  const c = conn ?? (await rawConnection())
-  const { fields, rows } = await c.run(`SELECT ${expr}`, [], format)
-  return { oid: fields[0]!.typeOid, bytes: rows[0]![0]! }
-}
-
-function at(b: Buffer, decoder: (buf: Uint8Array, s: number, e: number) => unknown): unknown {
-  // Inside a larger buffer, as in a socket chunk.
-  const buf = Buffer.concat([Buffer.from('\x7f\x7f\x7f'), b, Buffer.from('\x7f\x7f')])
-  return decoder(buf, 3, 3 + b.length)
-}
-
-/** Decodes `expr` as sent in both formats; checks the type, the expected value, and that both formats agree. */
-async function checkDecode(oid: number, expr: string, expected: unknown, options: TypeOptions = {}): Promise<void> {
-  const codec = codecOf(oid, options)
-  const text = await select(expr, 0)
-  assert.equal(text.oid, oid, `${expr} has type ${oid}`)
-  assert.ok(text.bytes, `${expr} is not NULL`)
-  const fromText = at(text.bytes, codec.decodeText)
-  assert.deepStrictEqual(fromText, expected, `${expr} in text`)
-  if (!codec.decodeBinary) return
-  const binary = await select(expr, 1)
-  assert.ok(binary.bytes)
-  const fromBinary = at(binary.bytes, codec.decodeBinary)
-  assert.deepStrictEqual(fromBinary, fromText, `${expr}: binary and text decode to the same value`)
-}
-
-async function checkAll(oid: number, cases: [string, unknown][], options: TypeOptions = {}): Promise<void> {
-  for (const [expr, expected] of cases) await checkDecode(oid, expr, expected, options)
+/** Checks that each expression has type `oid` and decodes to its expected value, from text and binary alike. */
+async function checkAll(oid: number, cases: TypeCases, options: TypeOptions = {}): Promise<void> {
+  await checkDecoding(codecOf(oid, options), cases, { oid })
 }
 
 test('bool', async () => {
@@ -96,7 +72,7 @@ test('int2, int4, int8 (as bigint, number and string) at their limits', async ()
   const c = codecOf(20, { int8: 'number' })
   for (const format of [0, 1] as const) {
     const { bytes } = await select('9007199254740992::int8', format)
-    assert.throws(() => at(bytes!, format ? c.decodeBinary! : c.decodeText), { name: 'CodecError', message: /does not fit a JavaScript number/ })
+    assert.throws(() => decodeIn(format ? c.decodeBinary! : c.decodeText, bytes!), { name: 'CodecError', message: /does not fit a JavaScript number/ })
   }
 })
 
@@ -147,10 +123,10 @@ test('reg* types: the name in text, the OID in binary', async () => {
     const c = codecOf(oid)
     const text = await select(expr, 0)
     assert.equal(text.oid, oid)
-    assert.equal(at(text.bytes!, c.decodeText), name)
+    assert.equal(decodeIn(c.decodeText, text.bytes!), name)
     const binary = await select(expr, 1)
     const expectedOid = Number((await select(`(${expr})::oid`, 0)).bytes!.toString())
-    assert.equal(at(binary.bytes!, c.decodeBinary!), expectedOid, expr)
+    assert.equal(decodeIn(c.decodeBinary!, binary.bytes!), expectedOid, expr)
   }
 })
 
@@ -279,7 +255,7 @@ test('bytea: empty, all byte values, large; hex and escape output', async () => 
     const c = codecOf(17)
     for (const [expr, expected] of cases) {
       const text = await select(expr, 0, conn)
-      assert.deepStrictEqual(at(text.bytes!, c.decodeText), expected, `${expr} in escape format`)
+      assert.deepStrictEqual(decodeIn(c.decodeText, text.bytes!), expected, `${expr} in escape format`)
     }
     assert.equal((await select("'\\x00ff5c27'::bytea", 0, conn)).bytes!.toString('latin1'), "\\000\\377\\\\'", 'the server really used the escape format')
   } finally {
@@ -334,7 +310,7 @@ test('pg_lsn, void and the text-only system types', async () => {
   ] as const) {
     const expected = (await select(`(${expr})::text`, 0)).bytes!.toString()
     assert.match(expected, /\S/)
-    await checkDecode(oid, expr, expected)
+    await checkAll(oid, [[expr, expected]])
   }
 })
 

@@ -5,7 +5,8 @@ import { intervalCodec } from '../../src/types/codecs/interval.js'
 import { Interval } from '../../src/types/interval.js'
 import { Writer } from '../../src/protocol/writer.js'
 import { getTestServer } from '../helpers/server.js'
-import { echoParam, rawConnection, runStatement } from '../helpers/raw-values.js'
+import { echoParam, runStatement } from '../helpers/raw-values.js'
+import { fetchBoth } from '../helpers/type-roundtrip.js'
 import { decodeIn, INTERVAL_STYLES, pgIntervalText } from '../helpers/temporal.js'
 
 // interval decoded from what a real server sends in every IntervalStyle and in
@@ -17,13 +18,6 @@ const iv = (months: number, days: number, us: number) => new Interval(months, da
 const H = 3600000000
 const M = 60000000
 const S = 1000000
-
-async function fetchBoth(exprs: readonly string[]): Promise<{ text: Buffer[]; binary: Buffer[] }> {
-  const c = await rawConnection()
-  const sql = `SELECT ${exprs.join(', ')}`
-  const [t, b] = [await c.run(sql, [], 0), await c.run(sql, [], 1)]
-  return { text: t.rows[0]!.map((v) => v!), binary: b.rows[0]!.map((v) => v!) }
-}
 
 // [SQL literal, value]: signs mixed every way the styles print differently.
 const CASES: [string, Interval][] = [

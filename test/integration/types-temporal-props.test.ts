@@ -8,7 +8,8 @@ import { timeCodec, timetzCodec } from '../../src/types/codecs/time.js'
 import { timestampCodec, timestamptzCodec } from '../../src/types/codecs/timestamp.js'
 import { Interval } from '../../src/types/interval.js'
 import { Writer } from '../../src/protocol/writer.js'
-import { rawConnection, runStatement } from '../helpers/raw-values.js'
+import { runStatement } from '../helpers/raw-values.js'
+import { fetchBoth } from '../helpers/type-roundtrip.js'
 import {
   dateOf,
   decodeIn,
@@ -41,11 +42,10 @@ const RUNS = 4
 
 /** `SELECT $1::cast, $2::cast, ...` with binary parameters; the results in text and in binary. */
 async function throughServer(oid: number, cast: string, values: readonly Uint8Array[], format: 0 | 1 = 1): Promise<{ text: Buffer[]; binary: Buffer[] }> {
-  const c = await rawConnection()
-  const sql = `SELECT ${values.map((_, i) => `$${i + 1}::${cast}`).join(', ')}`
-  const params = values.map((value) => ({ oid, format, value }))
-  const [t, b] = [await c.run(sql, params, 0), await c.run(sql, params, 1)]
-  return { text: t.rows[0]!.map((v) => v!), binary: b.rows[0]!.map((v) => v!) }
+  return fetchBoth(
+    values.map((_, i) => `$${i + 1}::${cast}`),
+    values.map((value) => ({ oid, format, value })),
+  )
 }
 
 function encodeBinary(codec: Codec, value: unknown): Uint8Array {

@@ -5,7 +5,8 @@ import { dateCodec } from '../../src/types/codecs/date.js'
 import { timeCodec, timetzCodec } from '../../src/types/codecs/time.js'
 import { timestampCodec, timestamptzCodec } from '../../src/types/codecs/timestamp.js'
 import { Writer } from '../../src/protocol/writer.js'
-import { echoParam, rawConnection, runStatement } from '../helpers/raw-values.js'
+import { echoParam, runStatement } from '../helpers/raw-values.js'
+import { fetchBoth } from '../helpers/type-roundtrip.js'
 import { decodeIn, pgStyle } from '../helpers/temporal.js'
 
 // Decoders checked on the bytes a real server sends, in text and in binary
@@ -19,14 +20,6 @@ const tstzS = timestamptzCodec('string')
 const tstzD = timestamptzCodec('date')
 
 after(() => runStatement("SET TimeZone = 'UTC'"))
-
-/** The raw fields of `SELECT <exprs>` in text and in binary. */
-async function fetchBoth(exprs: readonly string[]): Promise<{ text: Buffer[]; binary: Buffer[] }> {
-  const c = await rawConnection()
-  const sql = `SELECT ${exprs.join(', ')}`
-  const [t, b] = [await c.run(sql, [], 0), await c.run(sql, [], 1)]
-  return { text: t.rows[0]!.map((v) => v!), binary: b.rows[0]!.map((v) => v!) }
-}
 
 type Outcome = unknown | { error: RegExp }
 
