@@ -1,9 +1,9 @@
-import { test, after, before } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { connect, createPool, AbortError, ConnectionError, PgError, TimeoutError, TransactionError, type Client } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { connect, createPool, AbortError, ConnectionError, PgError, TimeoutError, TransactionError } from '../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../helpers/client.js'
 import { closedPort } from '../helpers/connect.js'
 import { adminQuery, mainDatabase } from '../helpers/server.js'
 
@@ -12,13 +12,7 @@ import { adminQuery, mainDatabase } from '../helpers/server.js'
 // that all three appear in the stack, below the frames where pipegres made
 // the error (kept: they tell where in the protocol it arose).
 
-let db: Client
-before(async () => {
-  db = await openClient()
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
 
 /** Runs `op` three awaits deep, in functions named after the test, and returns what it rejected with. */
 async function failureOf(op: () => Promise<unknown>): Promise<Error> {

@@ -7,18 +7,12 @@
 import assert from 'node:assert/strict'
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { after, before, describe, test } from 'node:test'
+import { before, describe, test } from 'node:test'
 import { AbortError, ArgumentError, ConnectionError, CopyRowError, PgError, TimeoutError, createPool, type Client } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { fileClient, openClient, uniqueName } from '../helpers/client.js'
 import { adminQuery, mainDatabase } from '../helpers/server.js'
 
-let db: Client
-before(async () => {
-  db = await openClient()
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 

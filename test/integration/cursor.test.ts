@@ -3,18 +3,12 @@
 // how queries issued meanwhile wait for the cursor.
 
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
-import { AbortError, ArgumentError, ConnectionError, PgError, TimeoutError, createPool, type Client } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { describe, test } from 'node:test'
+import { AbortError, ArgumentError, ConnectionError, PgError, TimeoutError, createPool } from '../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../helpers/client.js'
 import { adminQuery, mainDatabase } from '../helpers/server.js'
 
-let db: Client
-before(async () => {
-  db = await openClient()
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 

@@ -1,16 +1,10 @@
-import { test, after, before } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Client, ConnectionError, PgError, type PgNotice } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { ConnectionError, PgError, type PgNotice } from '../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../helpers/client.js'
 import { adminQuery } from '../helpers/server.js'
 
-let db: Client
-before(async () => {
-  db = await openClient()
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
 
 test('PgError carries every field the server sends, plus the query text', async () => {
   const text = `DO $$ BEGIN RAISE EXCEPTION USING MESSAGE = 'boom', DETAIL = 'the detail', HINT = 'the hint',

@@ -3,19 +3,13 @@
 // listening again after the connection was lost.
 
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { ArgumentError, Client, ConnectionError, type Notification } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { fileClient, openClient, uniqueName } from '../helpers/client.js'
 import { startProxy } from '../helpers/proxy.js'
 import { adminQuery, mainDatabase } from '../helpers/server.js'
 
-let db: Client
-before(async () => {
-  db = await openClient()
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 

@@ -1,17 +1,11 @@
-import { test, after, before } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import * as net from 'node:net'
 import { Client, ConnectionError, PgError } from '../../src/index.js'
-import { openClient } from '../helpers/client.js'
+import { fileClient, openClient } from '../helpers/client.js'
 import { mainDatabase } from '../helpers/server.js'
 
-let db: Client
-before(async () => {
-  db = await openClient()
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
 
 test('ten thousand queries in flight at once each get their own result, in order', async () => {
   const n = 10_000

@@ -1,19 +1,10 @@
-import { test, after, before } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Client, fragment, identifier, PgError, ArgumentError, ParameterError } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { fragment, identifier, PgError, ArgumentError, ParameterError } from '../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../helpers/client.js'
 
-let db: Client
 const table = uniqueName('q')
-
-before(async () => {
-  db = await openClient()
-  await db.query(`CREATE TABLE ${table} (id int PRIMARY KEY, name text, score float8)`)
-})
-after(async () => {
-  await db.query(`DROP TABLE IF EXISTS ${table}`)
-  await db.end()
-})
+const db = await fileClient({ setup: `CREATE TABLE ${table} (id int PRIMARY KEY, name text, score float8)`, cleanup: `DROP TABLE IF EXISTS ${table}` })
 
 test('query returns rows, rowCount, command and fields', async () => {
   const r = await db.query('SELECT 1::int AS a, $1::text AS b', ['x'])

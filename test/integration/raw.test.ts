@@ -4,19 +4,13 @@
 
 import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'
-import { after, before, describe, test } from 'node:test'
-import { AbortError, ArgumentError, PgError, type Client } from '../../src/index.js'
-import { openClient } from '../helpers/client.js'
+import { describe, test } from 'node:test'
+import { AbortError, ArgumentError, PgError } from '../../src/index.js'
+import { fileClient, openClient } from '../helpers/client.js'
 import { startProxy } from '../helpers/proxy.js'
 import { adminQuery, mainDatabase } from '../helpers/server.js'
 
-let db: Client
-before(async () => {
-  db = await openClient()
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 

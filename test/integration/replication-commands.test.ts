@@ -4,7 +4,7 @@
 // subscription can meet, each named.
 
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { startServer } from '../../harness/server.js'
 import {
   ArgumentError,
@@ -17,21 +17,13 @@ import {
   ReplicationError,
   type ChangeMessage,
 } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { fileClient, uniqueName } from '../helpers/client.js'
 import { dropSlot, fixture, Reader, sleep, startSubscription, types } from '../helpers/replication-db.js'
-import { connectionUrl, getTestServer, mainDatabase, type ServerInfo } from '../helpers/server.js'
+import { connectionUrl, getTestServer, mainDatabase } from '../helpers/server.js'
 
-let db: Client
-let server: ServerInfo
-let url: string
-before(async () => {
-  db = await openClient()
-  server = await getTestServer()
-  url = (await mainDatabase()).connectionString ?? connectionUrl(server, server.superuser)
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
+const server = await getTestServer()
+const url = (await mainDatabase()).connectionString ?? connectionUrl(server, server.superuser)
 
 const isCommit = (m: ChangeMessage) => m.type === 'commit'
 

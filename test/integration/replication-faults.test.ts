@@ -4,22 +4,16 @@
 // order, and no transaction handled (hence acknowledged) came again.
 
 import assert from 'node:assert/strict'
-import { after, before, test } from 'node:test'
+import { test } from 'node:test'
 import { startServer } from '../../harness/server.js'
 import { Client, type ChangeMessage } from '../../src/index.js'
-import { openClient } from '../helpers/client.js'
+import { fileClient, openClient } from '../helpers/client.js'
 import { fixture, sleep, startSubscription } from '../helpers/replication-db.js'
 import { keepLedger } from '../helpers/replication-ledger.js'
 import { startAgain, stopPostmaster } from '../helpers/restart-server.js'
 import { connectionUrl } from '../helpers/server.js'
 
-let db: Client
-before(async () => {
-  db = await openClient()
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
 
 async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined

@@ -5,21 +5,14 @@
 // asked for the message after its commit).
 
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
-import { Client, Lsn, unchangedToast, type ChangeMessage, type CommitMessage } from '../../src/index.js'
-import { openClient } from '../helpers/client.js'
+import { describe, test } from 'node:test'
+import { Lsn, unchangedToast, type ChangeMessage, type CommitMessage } from '../../src/index.js'
+import { fileClient, openClient } from '../helpers/client.js'
 import { dropSlot, fixture, sleep, startSubscription, types } from '../helpers/replication-db.js'
 import { getTestServer } from '../helpers/server.js'
 
-let db: Client
-let major = 0
-before(async () => {
-  db = await openClient()
-  major = (await getTestServer()).version
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
+const major = (await getTestServer()).version
 
 const changes = (ms: ChangeMessage[]) => ms.filter((m) => m.type !== 'begin' && m.type !== 'commit')
 const isCommit = (m: ChangeMessage) => m.type === 'commit'

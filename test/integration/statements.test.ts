@@ -1,15 +1,9 @@
-import { test, after, before } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Client, PgError } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { fileClient, openClient, uniqueName } from '../helpers/client.js'
 
-let db: Client
-before(async () => {
-  db = await openClient()
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
 
 /** The prepared statements of a client's own session, as the server sees them (simple protocol: prepares nothing). */
 async function prepared(c: Client): Promise<string[]> {

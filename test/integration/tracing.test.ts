@@ -1,11 +1,11 @@
-import { test, after, before } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import dc from 'node:diagnostics_channel'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { createPool, type Client, type QueryTrace, type ConnectTrace, type AcquireTrace } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { createPool, type QueryTrace, type ConnectTrace, type AcquireTrace } from '../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../helpers/client.js'
 import { mainDatabase } from '../helpers/server.js'
 
 // The tracing channels: names, context fields, the order of events, and the
@@ -34,13 +34,7 @@ function finished<C>(events: Recorded<C>[]): C[] {
   return events.filter((e) => e.event === 'asyncEnd').map((e) => e.ctx)
 }
 
-let db: Client
-before(async () => {
-  db = await openClient()
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
 
 test('pipegres:query: the fields OpenTelemetry needs, in tracePromise order, and no parameters unless asked for', async () => {
   const { events, stop } = record<QueryTrace>('pipegres:query')

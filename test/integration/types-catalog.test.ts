@@ -1,7 +1,7 @@
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Client, ParameterError, PgError, typed, Range } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { ParameterError, PgError, typed, Range } from '../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../helpers/client.js'
 
 // Types the client does not know in advance: learned from pg_type the first
 // time a query meets them (enums, composites, domains, ranges, arrays of them,
@@ -9,12 +9,9 @@ import { openClient, uniqueName } from '../helpers/client.js'
 // text). And the ways to steer encoding: typed(), describe-first for values that
 // need their type, per-query type options.
 
-let db: Client
 const s = uniqueName('cat')
-
-before(async () => {
-  db = await openClient()
-  await db.simpleQuery(`
+await fileClient({
+  setup: `
     CREATE SCHEMA ${s};
     CREATE TYPE ${s}.mood AS ENUM ('sad', 'ok', 'happy');
     CREATE TYPE ${s}.pair AS (a int4, b text);
@@ -24,11 +21,8 @@ before(async () => {
     CREATE TABLE ${s}.people (id ${s}.posint PRIMARY KEY, name text, mood ${s}.mood, tags text[]);
     INSERT INTO ${s}.people VALUES (1, 'ann', 'happy', '{a,b}'), (2, 'bob', 'sad', '{}');
     CREATE EXTENSION IF NOT EXISTS hstore;
-  `)
-})
-after(async () => {
-  await db.simpleQuery(`DROP SCHEMA ${s} CASCADE`)
-  await db.end()
+  `,
+  cleanup: `DROP SCHEMA ${s} CASCADE`,
 })
 
 /** Runs a query twice on a fresh client: the first execution comes back in text, the second in binary where possible. */

@@ -1,7 +1,7 @@
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Client, type ClientOptions } from '../../src/index.js'
-import { openClient } from '../helpers/client.js'
+import { type ClientOptions } from '../../src/index.js'
+import { fileClient, openClient } from '../helpers/client.js'
 
 // Every built-in type through the whole client: the first execution of a
 // statement comes back in text, later ones in binary wherever a binary codec
@@ -9,16 +9,8 @@ import { openClient } from '../helpers/client.js'
 // a parameter must be the value the server started from; and the same for an
 // array of the type with a NULL element.
 
-let db: Client
-let major = 0
-
-before(async () => {
-  db = await openClient()
-  major = Number.parseInt(db.serverParameters.server_version ?? '0', 10)
-})
-after(async () => {
-  await db.end()
-})
+const db = await fileClient()
+const major = Number.parseInt(db.serverParameters.server_version ?? '0', 10)
 
 /** [type, SQL literals of that type] — edge values first. */
 const cases: [string, string[]][] = [
