@@ -2,13 +2,12 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Framer, type MessageSink } from '../../src/protocol/framer.js'
 import { ProtocolError } from '../../src/errors.js'
+import { message } from '../helpers/backend-messages.js'
 
 type Msg = [type: string, body: number[]]
 
-function msg(type: string, body: number[]): number[] {
-  const len = body.length + 4
-  return [type.charCodeAt(0), (len >>> 24) & 255, (len >>> 16) & 255, (len >>> 8) & 255, len & 255, ...body]
-}
+/** A framed message as a list of bytes, so streams can be spliced with spread. */
+const msg = (type: string, body: number[]): number[] => [...message(type, body)]
 
 function collector(): { sink: MessageSink; got: Msg[] } {
   const got: Msg[] = []
