@@ -131,11 +131,12 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     if (cache === null) return this.encodeUnnamed(w, ctx, x)
 
     const declared = this.extra?.declared ?? null
-    let stmt = cache.find(statementKey(this.text, declared), this.extra?.tx ?? null, session.pooling === 'direct')
+    const key = statementKey(this.text, declared)
+    let stmt = cache.find(key, this.extra?.tx ?? null, session.pooling === 'direct')
     const created = stmt === undefined
     if (stmt === undefined) {
       checkText(this.text)
-      stmt = cache.create(statementKey(this.text, declared), this.text, declared ?? noOids)
+      stmt = cache.create(key, this.text, declared ?? noOids)
       stmt.preparedIn = this.extra?.tx ?? null
       writeParse(w, stmt.name, this.text, stmt.declaredTypes)
       writeDescribe(w, 'S', stmt.name)
