@@ -68,6 +68,11 @@ function arm(req: Pick<ExtendedRequest, 'abort' | 'watch'>, d: QueryDefaults, op
 
 const noValues: readonly unknown[] = []
 
+/** A stream or cursor: what it reads from, sent by `send` on its first read, or the error to report there. */
+interface Bindable<Q> {
+  bind(req: Q | null, send: (req: Q) => void, error: Error | null): void
+}
+
 const declaredOf = (values: readonly unknown[]): number[] | null => (values.length === 0 ? null : declaredTypes(values))
 
 /** Builds the request for query(); throws ArgumentError for bad arguments. */
@@ -179,24 +184,16 @@ export abstract class Queryable {
    * rows wait unread. Leaving the loop early cancels the query.
    */
   stream<R = Row>(text: string, values?: readonly unknown[], options?: StreamOptions): RowStream<R> {
-    let s: RowStream<R>
-    try {
-      s = new RowStream<R>(positiveInt(options?.highWaterMark, 'highWaterMark', 1000))
-    } catch (err) {
-      s = new RowStream<R>(1)
-      s.bind(null, noop, err as Error)
-      return s
-    }
-    try {
-      const d = this.defaults()
-      const vals = checkQuery(text, values)
-      const req = new StreamQuery(text, vals, settingsOf(d, options, streamOptionKeys, 'stream'), declaredOf(vals), s as RowStream<unknown>)
-      arm(req, d, options)
-      s.bind(req, (req) => this.aside('stream', text, values, req as StreamQuery), null)
-    } catch (err) {
-      s.bind(null, noop, err as Error)
-    }
-    return s
+    return this.consumer<RowStream<R>, StreamQuery>(
+      'stream',
+      text,
+      values,
+      options,
+      () => positiveInt(options?.highWaterMark, 'highWaterMark', 1000),
+      (size) => new RowStream<R>(size),
+      (s, settings, vals) => new StreamQuery(text, vals, settings, declaredOf(vals), s as RowStream<unknown>),
+      streamOptionKeys,
+    )
   }
 
   /**
@@ -206,20 +203,46 @@ export abstract class Queryable {
    * (leaving the loop early closes it).
    */
   cursor<R = Row>(text: string, values?: readonly unknown[], options?: CursorOptions): Cursor<R> {
-    let c: Cursor<R>
+    return this.consumer<Cursor<R>, CursorQuery>(
+      'cursor',
+      text,
+      values,
+      options,
+      () => positiveInt(options?.batchSize, 'batchSize', 1000),
+      (size) => new Cursor<R>(size),
+      (c, settings, vals) => new CursorQuery(text, vals, settings, declaredOf(vals), c as Cursor<unknown>),
+      cursorOptionKeys,
+    )
+  }
+
+  /**
+   * A stream or cursor with its request, sent when it is first read; or,
+   * when the arguments are wrong, with the error its first read reports.
+   */
+  private consumer<C extends Bindable<Q>, Q extends ExtendedRequest>(
+    kind: 'stream' | 'cursor',
+    text: string,
+    values: readonly unknown[] | undefined,
+    options: QueryOptions | undefined,
+    size: () => number,
+    create: (size: number) => C,
+    request: (consumer: C, settings: QuerySettings, values: readonly unknown[]) => Q,
+    known: ReadonlySet<string>,
+  ): C {
+    let c: C
     try {
-      c = new Cursor<R>(positiveInt(options?.batchSize, 'batchSize', 1000))
+      c = create(size())
     } catch (err) {
-      c = new Cursor<R>(1)
+      c = create(1)
       c.bind(null, noop, err as Error)
       return c
     }
     try {
       const d = this.defaults()
       const vals = checkQuery(text, values)
-      const req = new CursorQuery(text, vals, settingsOf(d, options, cursorOptionKeys, 'cursor'), declaredOf(vals), c as Cursor<unknown>)
+      const req = request(c, settingsOf(d, options, known, kind), vals)
       arm(req, d, options)
-      c.bind(req, (req) => this.aside('cursor', text, values, req), null)
+      c.bind(req, (req) => this.aside(kind, text, values, req), null)
     } catch (err) {
       c.bind(null, noop, err as Error)
     }

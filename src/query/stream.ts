@@ -44,14 +44,14 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R> {
   private ctx: RequestContext | null = null
   private paused = false
   private req: StreamRequest | null = null
-  private send: ((req: Request) => void) | null = null
+  private send: ((req: StreamRequest) => void) | null = null
 
   constructor(private readonly highWaterMark: number) {}
 
   /** @internal The request to send on the first next(), and how; or the error to report there. */
-  bind(req: StreamRequest | null, send: (req: Request) => void, error: Error | null): void {
+  bind<Q extends StreamRequest>(req: Q | null, send: (req: Q) => void, error: Error | null): void {
     this.req = req
-    this.send = send
+    this.send = send as (req: StreamRequest) => void
     this.failure = error
     // Its timeout may fire before the stream is ever iterated.
     req?.promise.catch(noop)
