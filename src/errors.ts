@@ -255,8 +255,11 @@ export function withCaller<E>(err: E, below: Function = withCaller): E {
   return ours(err) && afford() ? restack(err, below) : err
 }
 
+/** Error as engines have it: captureStackTrace is V8's (and Bun's), absent from some engines and from the DOM typings. */
+const engineError = Error as { captureStackTrace?: (target: object, below?: Function) => void }
+
 function restack<E>(err: E & Restacked, below: Function): E {
-  if (typeof Error.captureStackTrace !== 'function') return err
+  if (typeof engineError.captureStackTrace !== 'function') return err
   let target: Restacked = err
   let origin = err[kOrigin]
   if (origin === undefined) {
@@ -270,7 +273,7 @@ function restack<E>(err: E & Restacked, below: Function): E {
     target = copyOf(err)
   }
   const site: { stack?: string } = {}
-  Error.captureStackTrace(site, below)
+  engineError.captureStackTrace(site, below)
   // Text at once: an accessor that formats on first read costs more, on an error object, than formatting.
   target.stack = origin + framesOf(site.stack ?? '')
   return target as E
