@@ -16,6 +16,7 @@ export type ClientErrorCode =
   | 'PG_INVALID_ARGUMENT'
   | 'PG_ABORTED'
   | 'PG_QUERY_TIMEOUT'
+  | 'PG_RESULT_LIMIT'
   | 'PG_TRANSACTION_ROLLED_BACK'
   | 'PG_REPLICATION'
 
@@ -124,6 +125,25 @@ export class TimeoutError extends PipegresError {
   constructor(timeout: number, options?: { cause?: unknown }) {
     super('PG_QUERY_TIMEOUT', `query timed out after ${timeout} ms`, options)
     this.timeout = timeout
+  }
+}
+
+/**
+ * A result grew past a query's `maxRows` or `maxBytes`: the query was
+ * cancelled on the server and what it had returned dropped. `limit` names the
+ * option, `max` its value, `reached` how far the result had got when it
+ * passed it (rows, or bytes of row data).
+ */
+export class ResultLimitError extends PipegresError {
+  readonly limit: 'maxRows' | 'maxBytes'
+  readonly max: number
+  readonly reached: number
+  constructor(limit: 'maxRows' | 'maxBytes', max: number, reached: number) {
+    const what = limit === 'maxRows' ? `${reached} rows` : `${reached} bytes of rows`
+    super('PG_RESULT_LIMIT', `the result passed ${limit} (${max}): ${what} received; the query was cancelled`)
+    this.limit = limit
+    this.max = max
+    this.reached = reached
   }
 }
 

@@ -32,6 +32,7 @@ export {
   ArgumentError,
   AbortError,
   TimeoutError,
+  ResultLimitError,
   PgError,
 } from './errors.js'
 export { TransactionError, Transaction } from './transaction.js'

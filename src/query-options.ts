@@ -1,5 +1,6 @@
 import type { CopyFormatOptions, CopyRow } from './copy/format.js'
 import { ArgumentError } from './errors.js'
+import type { ResultLimits } from './query/extended-request.js'
 import type { RowMode } from './query/result.js'
 import type { TraceBase } from './tracing.js'
 import type { TypeCatalog } from './types/catalog.js'
@@ -21,6 +22,13 @@ export interface QueryOptions {
   signal?: AbortSignal
   /** Milliseconds after which the query is cancelled and rejects with a TimeoutError. */
   timeout?: number
+  /**
+   * Rows the result may have: one more, and the query is cancelled on the
+   * server and rejects with a ResultLimitError (nothing is truncated silently).
+   */
+  maxRows?: number
+  /** Bytes of row data (DataRow messages as received) the result may have; past them, as for maxRows. */
+  maxBytes?: number
 }
 
 /** Options of describe(). */
@@ -105,6 +113,22 @@ export interface QueryDefaults {
   readonly view: TypeView
   /** What traces of this queryable's queries say of the connection (see tracing.ts). */
   readonly trace?: TraceBase
+  /** maxRows and maxBytes for every query, unless it sets its own. */
+  readonly limits?: ResultLimits | undefined
+}
+
+/** maxRows and maxBytes as given (a client's, a pool's or a query's own) over `base`; undefined when neither bounds anything. */
+export function resolveLimits(maxRows: unknown, maxBytes: unknown, base: ResultLimits | undefined, where: string): ResultLimits | undefined {
+  if (maxRows === undefined && maxBytes === undefined) return base
+  return {
+    maxRows: maxRows === undefined ? (base?.maxRows ?? Infinity) : checkLimit(maxRows, 'maxRows', where),
+    maxBytes: maxBytes === undefined ? (base?.maxBytes ?? Infinity) : checkLimit(maxBytes, 'maxBytes', where),
+  }
+}
+
+function checkLimit(v: unknown, name: string, where: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 1) throw new ArgumentError(`${where}${name} must be a positive whole number, not ${JSON.stringify(v)}`)
+  return v
 }
 
 const typeOptionChoices: Record<keyof TypeOptions, readonly string[]> = {
@@ -133,7 +157,7 @@ export function checkRowMode(rowMode: unknown): RowMode {
 // The options each call takes. A misspelt option (`{ timout: 5 }`) would
 // otherwise be ignored without a word, and the query run without it.
 const keys = (...names: string[]): ReadonlySet<string> => new Set(names)
-export const queryOptionKeys = keys('rowMode', 'prepare', 'types', 'signal', 'timeout')
+export const queryOptionKeys = keys('rowMode', 'prepare', 'types', 'signal', 'timeout', 'maxRows', 'maxBytes')
 export const streamOptionKeys = keys(...queryOptionKeys, 'highWaterMark')
 export const cursorOptionKeys = keys(...queryOptionKeys, 'batchSize')
 export const describeOptionKeys = keys('signal', 'timeout')

@@ -24,7 +24,7 @@ import { declaredTypes } from './query/typed.js'
 import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
 
 export * from './query-options.js'
-import { checkOptionKeys, checkRowMode, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, queryOptionKeys, rawOptionKeys, simpleQueryOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { checkOptionKeys, checkRowMode, resolveLimits, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, queryOptionKeys, rawOptionKeys, simpleQueryOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
 
 // What every object that runs queries shares (a client, a transaction, a
 // reserved pool connection, a pool): turning user calls into requests, with the
@@ -51,11 +51,12 @@ function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, known: 
   checkOptionKeys(options, known, what)
   checkSignal(options.signal)
   checkTimeout(options.timeout)
-  if (options.rowMode === undefined && options.prepare === undefined && options.types === undefined) return d
+  if (options.rowMode === undefined && options.prepare === undefined && options.types === undefined && options.maxRows === undefined && options.maxBytes === undefined) return d
   return {
     rowMode: options.rowMode !== undefined ? checkRowMode(options.rowMode) : d.rowMode,
     prepare: options.prepare !== undefined ? options.prepare === true && d.prepare : d.prepare,
     view: options.types !== undefined ? d.catalog.view(checkTypeOptions(options.types, 'types')) : d.view,
+    limits: resolveLimits(options.maxRows, options.maxBytes, d.limits, ''),
   }
 }
 

@@ -20,14 +20,9 @@ export abstract class ConsumerRequest extends ExtendedRequest {
     this.halt(x)
   }
 
-  /** Stops the query on the server: the consumer wants no more of it. */
-  protected halt(x: Exchange): void {
-    x.ctx.requestCancel(this)
-  }
-
-  protected override failed(x: Exchange, _fields: PgErrorFields, err: PgError): void {
-    // A decoding failure that made the query stop early is what the consumer gets.
-    if ((this.flags & DISCARD) === 0 || x.failure === null) x.failure = err
+  protected override failed(x: Exchange, fields: PgErrorFields, err: PgError): void {
+    // A decoding failure or a limit that made the query stop early is what the consumer gets.
+    super.failed(x, fields, err)
     this.flags &= ~EXECUTING
   }
 }
@@ -59,6 +54,8 @@ export abstract class DecodingRequest<C extends RowConsumer> extends ConsumerReq
 
   protected row(x: Exchange, buf: Uint8Array, start: number, end: number): void {
     if ((this.flags & DISCARD) !== 0) return
+    const limits = this.settings.limits
+    if (limits !== undefined && !this.withinLimits(x, limits, end - start)) return
     const plan = x.plan!
     let row: unknown
     try {

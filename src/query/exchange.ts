@@ -100,6 +100,9 @@ export class Exchange {
   paramTypes: number[] = noOids as number[]
   /** The server lost or refused the named statement before anything ran: send the query again (see ExtendedRequest.error). */
   resend = false
+  /** Rows and bytes of row data received, counted only under a result limit. */
+  received = 0
+  receivedBytes = 0
 
   constructor(readonly ctx: RequestContext) {}
 }

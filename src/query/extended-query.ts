@@ -1,6 +1,6 @@
 import { ProtocolError } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
-import { Exchange, noFormats, Step } from './exchange.js'
+import { DISCARD, Exchange, noFormats, Step } from './exchange.js'
 import { ExtendedRequest } from './extended-request.js'
 
 export type { RowMode } from './result.js'
@@ -42,6 +42,9 @@ export class ExtendedQuery extends ExtendedRequest {
   }
 
   protected row(x: Exchange, buf: Uint8Array, start: number, end: number): void {
+    if ((this.flags & DISCARD) !== 0) return
+    const limits = this.settings.limits
+    if (limits !== undefined && !this.withinLimits(x, limits, end - start)) return
     const plan = x.plan!
     try {
       const row = this.settings.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end)

@@ -1,4 +1,4 @@
-import { ArgumentError, ParameterError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
+import { ArgumentError, ParameterError, PgError, ProtocolError, ResultLimitError, type PgErrorFields } from '../errors.js'
 import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
@@ -8,7 +8,7 @@ import type { Writer } from '../protocol/writer.js'
 import type { TypeView } from '../types/view.js'
 import { SettlingRequest } from './settling-request.js'
 import { checkCount, checkText, needsTypes, presize, writeParam } from './binder.js'
-import { BIND_DEFERRED, CLOSING, DESCRIBING, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, Step, UNSYNCED } from './exchange.js'
+import { BIND_DEFERRED, CLOSING, DESCRIBING, DISCARD, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, Step, UNSYNCED } from './exchange.js'
 import { parseCommandTag, type Result, type RowMode } from './result.js'
 import { sessionOf, type Session } from './session.js'
 import { cacheableText, makeShape, StatementFault, statementFailed, statementKey, StatementState } from './statement-cache.js'
@@ -18,6 +18,14 @@ export interface QuerySettings {
   readonly rowMode: RowMode
   readonly prepare: boolean
   readonly view: TypeView
+  /** maxRows and maxBytes, or undefined when the result may grow without bound. */
+  readonly limits?: ResultLimits | undefined
+}
+
+/** How large a result may grow before the query is cancelled (Infinity: no bound). */
+export interface ResultLimits {
+  readonly maxRows: number
+  readonly maxBytes: number
 }
 
 /** Sent again at most this often: a server that keeps losing statements gets its error reported. */
@@ -89,6 +97,28 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
   /** One DataRow, its body [start, end) in buf. */
   protected abstract row(x: Exchange, buf: Uint8Array, start: number, end: number): void
 
+  /**
+   * Counts a row against the query's limits; false once the result has
+   * passed one. The query then fails with a ResultLimitError, the rest of its
+   * rows are dropped, and it is cancelled on the server: a limit never
+   * truncates a result silently.
+   */
+  protected withinLimits(x: Exchange, limits: ResultLimits, size: number): boolean {
+    const rows = ++x.received
+    const bytes = (x.receivedBytes += size)
+    if (rows <= limits.maxRows && bytes <= limits.maxBytes) return true
+    x.failure = rows > limits.maxRows ? new ResultLimitError('maxRows', limits.maxRows, rows) : new ResultLimitError('maxBytes', limits.maxBytes, bytes)
+    x.rows = null
+    this.flags |= DISCARD
+    this.halt(x)
+    return false
+  }
+
+  /** Stops the query on the server: its rows are not wanted any more. */
+  protected halt(x: Exchange): void {
+    x.ctx.requestCancel(this)
+  }
+
   /** CommandComplete or EmptyQueryResponse arrived (x.tag is set for the former). */
   protected completed(_x: Exchange, _buf: Uint8Array, _start: number, _end: number): void {}
 
@@ -97,9 +127,12 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     this.violation(Backend.PortalSuspended)
   }
 
-  /** The server's error for this query becomes its failure. */
+  /** The server's error for this query becomes its failure, unless the query had given up already (see withinLimits). */
   protected failed(x: Exchange, _fields: PgErrorFields, err: PgError): void {
-    x.failure = err
+    const gaveUp = x.failure
+    if ((this.flags & DISCARD) === 0 || gaveUp === null) x.failure = err
+    // The server's query_canceled shows that the query was stopped there.
+    else if (gaveUp instanceof ResultLimitError && gaveUp.cause === undefined) Object.defineProperty(gaveUp, 'cause', { value: err, configurable: true, writable: true })
   }
 
   /** Abandoned while written: the server is asked to stop it. */
