@@ -301,9 +301,13 @@ export class Connection implements MessageSink, RequestContext {
       return
     }
     switch (type) {
-      case Backend.NoticeResponse:
-        this.events.notice?.(decodeErrorFields(buf, start, end, 'NoticeResponse'))
+      case Backend.NoticeResponse: {
+        const notice = decodeErrorFields(buf, start, end, 'NoticeResponse')
+        // The backend runs one statement at a time: a notice belongs to the request at the head.
+        if (this.startup === null) this.inflight.peek()?.notice?.(notice)
+        this.events.notice?.(notice)
         return
+      }
       case Backend.ParameterStatus: {
         const [name, value] = decodeParameterStatus(buf, start, end)
         this.serverParameters[name] = value

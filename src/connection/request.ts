@@ -25,6 +25,8 @@ export interface Request {
   handle(type: number, buf: Uint8Array, start: number, end: number): boolean
   /** An ErrorResponse for this request. Throws ProtocolError when one is not legal now. */
   error(fields: PgErrorFields): void
+  /** A NoticeResponse (RAISE NOTICE, a warning) that arrived while this request was at the head of the queue. */
+  notice?(fields: PgErrorFields): void
   /** The connection failed or closed: settle with `err`. `sent` tells whether the request had been written. */
   fail(err: Error, sent: boolean): void
   /** True once the request was abandoned before being written (aborted): it is skipped, not written. */

@@ -1,4 +1,5 @@
 import type { RequestContext } from '../connection/request.js'
+import type { PgNotice } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import type { RowPlan } from '../types/row-plan.js'
 import type { AbortWatch } from './abort.js'
@@ -100,6 +101,8 @@ export class Exchange {
   paramTypes: number[] = noOids as number[]
   /** The server lost or refused the named statement before anything ran: send the query again (see ExtendedRequest.error). */
   resend = false
+  /** NoticeResponses raised while this request ran, or null for none. */
+  notices: PgNotice[] | null = null
   /** Rows and bytes of row data received, counted only under a result limit. */
   received = 0
   receivedBytes = 0

@@ -9,7 +9,7 @@ import type { TypeView } from '../types/view.js'
 import { SettlingRequest } from './settling-request.js'
 import { checkCount, checkText, needsTypes, presize, writeParam } from './binder.js'
 import { BIND_DEFERRED, CLOSING, DESCRIBING, DISCARD, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, Step, UNSYNCED } from './exchange.js'
-import { parseCommandTag, type Result, type RowMode } from './result.js'
+import { noNotices, parseCommandTag, type Result, type RowMode } from './result.js'
 import { sessionOf, type Session } from './session.js'
 import { cacheableText, makeShape, StatementFault, statementFailed, statementKey, StatementState } from './statement-cache.js'
 
@@ -359,6 +359,12 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     }
   }
 
+  /** See Request.notice: kept for the result. */
+  notice(fields: PgErrorFields): void {
+    const x = this.x
+    if (x !== null) (x.notices ??= []).push(fields)
+  }
+
   /** BindComplete: the columns are known by now, unless the portal is described next. */
   protected bound(x: Exchange): void {
     if (x.stmt === null) {
@@ -512,7 +518,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
   /** The result: rows gathered, command tag, columns. */
   protected outcome(x: Exchange): T {
     const { command, rowCount } = parseCommandTag(x.tag)
-    const result: Result<unknown> = { rows: x.rows ?? [], rowCount, command, fields: x.fields }
+    const result: Result<unknown> = { rows: x.rows ?? [], rowCount, command, fields: x.fields, notices: x.notices ?? noNotices }
     return result as T
   }
 

@@ -1,3 +1,4 @@
+import type { PgNotice } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 
 /** A result column: a RowDescription field. */
@@ -17,7 +18,15 @@ export interface Result<R = Row> {
   /** The command, e.g. 'SELECT', 'INSERT', 'CREATE TABLE'; '' for an empty query string. */
   command: string
   fields: Field[]
+  /**
+   * The NoticeResponses the server raised while running this statement
+   * (RAISE NOTICE, warnings), in order; empty (one shared, frozen array) when none.
+   */
+  notices: readonly PgNotice[]
 }
+
+/** The notices of a result that has none: shared, so results without notices cost nothing more. */
+export const noNotices: readonly PgNotice[] = Object.freeze([])
 
 const counted = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'FETCH', 'MOVE', 'COPY'])
 

@@ -1,4 +1,4 @@
-import { PgError, ProtocolError, type PgErrorFields, rejectionAtCaller } from '../errors.js'
+import { PgError, ProtocolError, type PgErrorFields, type PgNotice, rejectionAtCaller } from '../errors.js'
 import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
@@ -7,8 +7,7 @@ import { Backend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
 import type { RowPlan } from '../types/row-plan.js'
 import type { TypeView } from '../types/view.js'
-import type { RowMode } from './result.js'
-import { parseCommandTag, type Result } from './result.js'
+import { noNotices, parseCommandTag, type Result, type RowMode } from './result.js'
 import type { Session } from './session.js'
 import { AbortWatch, type Abortable } from './abort.js'
 
@@ -50,6 +49,8 @@ export class SimpleQuery implements Request, Abortable {
   private waiting: { result: Result<unknown>; held: Uint8Array[]; lookup: Promise<void> }[] = []
   private failure: Error | null = null
   private ctx: RequestContext | null = null
+  /** Notices raised by the statement running now: they go with its result. */
+  private notices: PgNotice[] | null = null
 
   constructor(
     readonly text: string,
@@ -91,6 +92,11 @@ export class SimpleQuery implements Request, Abortable {
     this.ctx = ctx
     this.session = ctx.attachment as Session
     writeQuery(w, this.text)
+  }
+
+  /** See Request.notice. */
+  notice(fields: PgNotice): void {
+    ;(this.notices ??= []).push(fields)
   }
 
   private violation(type: number): never {
@@ -176,7 +182,8 @@ export class SimpleQuery implements Request, Abortable {
   }
 
   private finishStatement(command: string, rowCount: number | null): void {
-    const result = { rows: this.rows, rowCount, command, fields: this.fields }
+    const result = { rows: this.rows, rowCount, command, fields: this.fields, notices: this.notices ?? noNotices }
+    this.notices = null
     this.results.push(result)
     if (this.held !== null) {
       const catalog = this.session.catalog
