@@ -157,7 +157,7 @@ const WORKLOADS: Workload[] = [
     unit: 'row',
     size: 200_000,
     quickSize: 20_000,
-    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'text', 'pipegres (text)'), v('pg'), NATIVE, v('postgres'), BUN],
+    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'text', 'pipegres (text)'), v('pipegres', 'columns', "pipegres (binary, rowMode 'columns': no row objects)"), v('pg'), NATIVE, v('postgres'), BUN],
   },
   {
     name: 'stream',

@@ -1,7 +1,7 @@
 import type { CopyFormatOptions, CopyRow } from './copy/format.js'
 import { ArgumentError } from './errors.js'
 import type { ResultLimits } from './query/extended-request.js'
-import type { RowMode } from './query/result.js'
+import type { QueryRowMode, RowMode } from './query/result.js'
 import type { TraceBase } from './tracing.js'
 import type { TypeCatalog } from './types/catalog.js'
 import type { TypeOptions } from './types/codec.js'
@@ -12,8 +12,12 @@ import type { TypeView } from './types/view.js'
 
 /** Per-query options. */
 export interface QueryOptions {
-  /** 'object' (default): rows keyed by column name; 'array': rows as arrays in column order. */
-  rowMode?: RowMode
+  /**
+   * 'object' (default): rows keyed by column name; 'array': rows as arrays in
+   * column order; 'columns' (query() only): no rows, but result.columns, one
+   * array per column, typed arrays for fixed-width numeric, bool and date/time types.
+   */
+  rowMode?: QueryRowMode
   /** false: use an unnamed statement for this query instead of the prepared-statement cache. */
   prepare?: boolean
   /** Type options for this query only, e.g. { int8: 'number' }. */
@@ -38,13 +42,18 @@ export interface DescribeOptions {
 }
 
 /** Options of stream(). */
-export interface StreamOptions extends QueryOptions {
+export interface StreamOptions extends RowQueryOptions {
   /** Rows kept unread before the connection stops reading from the server (default 1000). */
   highWaterMark?: number
 }
 
+/** The options of stream() and cursor(), whose results come as rows. */
+export interface RowQueryOptions extends Omit<QueryOptions, 'rowMode'> {
+  rowMode?: RowMode
+}
+
 /** Options of cursor(). */
-export interface CursorOptions extends QueryOptions {
+export interface CursorOptions extends RowQueryOptions {
   /** Rows per batch (default 1000). */
   batchSize?: number
 }
@@ -150,8 +159,16 @@ export function checkTypeOptions(o: TypeOptions | undefined, where: string): Typ
 }
 
 export function checkRowMode(rowMode: unknown): RowMode {
-  if (rowMode !== 'object' && rowMode !== 'array') throw new ArgumentError(`rowMode must be 'object' or 'array', not ${JSON.stringify(rowMode)}`)
+  if (rowMode !== 'object' && rowMode !== 'array') {
+    const where = rowMode === 'columns' ? " ('columns' is for query() only)" : ''
+    throw new ArgumentError(`rowMode must be 'object' or 'array', not ${JSON.stringify(rowMode)}${where}`)
+  }
   return rowMode
+}
+
+/** query()'s row mode: 'columns' too. */
+export function checkQueryRowMode(rowMode: unknown): QueryRowMode {
+  return rowMode === 'columns' ? rowMode : checkRowMode(rowMode)
 }
 
 // The options each call takes. A misspelt option (`{ timout: 5 }`) would

@@ -24,7 +24,7 @@ import { declaredTypes } from './query/typed.js'
 import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
 
 export * from './query-options.js'
-import { checkOptionKeys, checkRowMode, resolveLimits, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, queryOptionKeys, rawOptionKeys, simpleQueryOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { checkOptionKeys, checkQueryRowMode, checkRowMode, resolveLimits, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, queryOptionKeys, rawOptionKeys, simpleQueryOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
 
 // What every object that runs queries shares (a client, a transaction, a
 // reserved pool connection, a pool): turning user calls into requests, with the
@@ -46,14 +46,14 @@ function checkQuery(text: unknown, values: unknown): readonly unknown[] {
  * with the options over the defaults. Every option is checked here, unknown
  * ones included, before a request exists.
  */
-function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, known: ReadonlySet<string>, what: string): QuerySettings {
+function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, known: ReadonlySet<string>, what: string, columns = false): QuerySettings {
   if (options === undefined) return d
   checkOptionKeys(options, known, what)
   checkSignal(options.signal)
   checkTimeout(options.timeout)
   if (options.rowMode === undefined && options.prepare === undefined && options.types === undefined && options.maxRows === undefined && options.maxBytes === undefined) return d
   return {
-    rowMode: options.rowMode !== undefined ? checkRowMode(options.rowMode) : d.rowMode,
+    rowMode: options.rowMode === undefined ? d.rowMode : columns ? checkQueryRowMode(options.rowMode) : checkRowMode(options.rowMode),
     prepare: options.prepare !== undefined ? options.prepare === true && d.prepare : d.prepare,
     view: options.types !== undefined ? d.catalog.view(checkTypeOptions(options.types, 'types')) : d.view,
     limits: resolveLimits(options.maxRows, options.maxBytes, d.limits, ''),
@@ -79,7 +79,7 @@ const declaredOf = (values: readonly unknown[]): number[] | null => (values.leng
 /** Builds the request for query(); throws ArgumentError for bad arguments. */
 export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, options: QueryOptions | undefined): ExtendedQuery {
   const vals = checkQuery(text, values)
-  const req = new ExtendedQuery(text as string, vals, settingsOf(d, options, queryOptionKeys, 'query'), declaredOf(vals))
+  const req = new ExtendedQuery(text as string, vals, settingsOf(d, options, queryOptionKeys, 'query', true), declaredOf(vals))
   arm(req, d, options)
   return req
 }

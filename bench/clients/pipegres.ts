@@ -80,6 +80,14 @@ await childMain(async (task: Task) => {
     switch (task.workload) {
       case 'typed-read': {
         const sql = typedReadSql(n)
+        if (task.variant === 'columns') {
+          return await measure(task, n, async () => {
+            const ids = (await db.query(sql, [], { rowMode: 'columns' })).columns!.id as Int32Array
+            let sum = 0
+            for (let i = 0; i < ids.length; i++) sum += ids[i]!
+            return `${ids.length}:${sum}`
+          })
+        }
         return await measure(task, n, async () => checksumRows((await db.query(sql)).rows))
       }
       case 'users-read': {

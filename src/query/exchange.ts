@@ -1,6 +1,7 @@
 import type { RequestContext } from '../connection/request.js'
 import type { PgNotice } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
+import type { ColumnBuilder } from '../types/columns.js'
 import type { RowPlan } from '../types/row-plan.js'
 import type { AbortWatch } from './abort.js'
 import type { Statement } from './statement-cache.js'
@@ -30,6 +31,11 @@ export const EXECUTING = 64
 export const DISCARD = 128
 /** Closed early (a cursor's Close + Sync was written, or it is abandoned while being described). */
 export const CLOSING = 256
+/**
+ * The unnamed statement is parsed again before its deferred Bind: a type
+ * lookup sent ahead of it in the meantime replaced it (every unnamed Parse does).
+ */
+export const REPARSE = 512
 
 // Where an extended-protocol query is in its exchange. Each step accepts only
 // the replies the protocol allows next; anything else is a protocol violation.
@@ -101,6 +107,8 @@ export class Exchange {
   paramTypes: number[] = noOids as number[]
   /** The server lost or refused the named statement before anything ran: send the query again (see ExtendedRequest.error). */
   resend = false
+  /** rowMode 'columns': the result being built column by column. */
+  columnar: ColumnBuilder | null = null
   /** NoticeResponses raised while this request ran, or null for none. */
   notices: PgNotice[] | null = null
   /** Rows and bytes of row data received, counted only under a result limit. */

@@ -1,9 +1,11 @@
 import { ProtocolError } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import { DISCARD, Exchange, noFormats, Step } from './exchange.js'
+import { ColumnBuilder } from '../types/columns.js'
 import { ExtendedRequest } from './extended-request.js'
+import type { Result } from './result.js'
 
-export type { RowMode } from './result.js'
+export type { QueryRowMode, RowMode } from './result.js'
 
 /**
  * query(): the rows collected into one result that settles at ReadyForQuery.
@@ -41,13 +43,20 @@ export class ExtendedQuery extends ExtendedRequest {
     }
   }
 
+  /** Columns are typed arrays only for binary results: the statement is described before its first execution is bound. */
+  protected override get describeFirst(): boolean {
+    return this.settings.rowMode === 'columns'
+  }
+
   protected row(x: Exchange, buf: Uint8Array, start: number, end: number): void {
     if ((this.flags & DISCARD) !== 0) return
     const limits = this.settings.limits
     if (limits !== undefined && !this.withinLimits(x, limits, end - start)) return
     const plan = x.plan!
+    const mode = this.settings.rowMode
     try {
-      const row = this.settings.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end)
+      if (mode === 'columns') return (x.columnar ??= new ColumnBuilder(x.fields, x.formats, plan.decoders)).push(buf, start, end)
+      const row = mode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end)
       // Most pipelined queries return one row: an array of exactly one, not push()'s first 16 slots.
       if (x.rows === null) x.rows = [row]
       else x.rows.push(row)
@@ -62,6 +71,15 @@ export class ExtendedQuery extends ExtendedRequest {
     const lookup = x.typesLookup
     if (lookup === null) return this.settle(x)
     void lookup.then(() => this.settleHeld(x))
+  }
+
+  protected override outcome(x: Exchange): Result<unknown> {
+    const result = super.outcome(x)
+    if (this.settings.rowMode !== 'columns') return result
+    const { columns, nulls } = (x.columnar ?? new ColumnBuilder(x.fields, x.formats, x.plan?.decoders ?? [])).finish()
+    result.columns = columns
+    result.nulls = nulls
+    return result
   }
 
   /** Decodes the rows held for a type lookup, now that the catalog knows what it could learn. */

@@ -8,14 +8,14 @@ import type { Writer } from '../protocol/writer.js'
 import type { TypeView } from '../types/view.js'
 import { SettlingRequest } from './settling-request.js'
 import { checkCount, checkText, needsTypes, presize, writeParam } from './binder.js'
-import { BIND_DEFERRED, CLOSING, DESCRIBING, DISCARD, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, Step, UNSYNCED } from './exchange.js'
-import { noNotices, parseCommandTag, type Result, type RowMode } from './result.js'
+import { BIND_DEFERRED, CLOSING, DESCRIBING, DISCARD, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, REPARSE, Step, UNSYNCED } from './exchange.js'
+import { noNotices, parseCommandTag, type QueryRowMode, type Result } from './result.js'
 import { sessionOf, type Session } from './session.js'
 import { cacheableText, makeShape, StatementFault, statementFailed, statementKey, StatementState } from './statement-cache.js'
 
 /** A query's options, resolved once: its own over its queryable's defaults. */
 export interface QuerySettings {
-  readonly rowMode: RowMode
+  readonly rowMode: QueryRowMode
   readonly prepare: boolean
   readonly view: TypeView
   /** maxRows and maxBytes, or undefined when the result may grow without bound. */
@@ -253,7 +253,9 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
       const catalog = this.session.catalog
       const shape = x.stmt !== null ? x.stmt.shape(view, catalog) : makeShape(fields, paramTypes, view, catalog)
       const formats = this.resultFormats(fields, shape.resultFormats)
+      const reparse = (this.flags & REPARSE) !== 0
       ctx.writeNow((w) => {
+        if (reparse) writeParse(w, '', this.text, this.extra?.declared ?? noOids)
         presize(w, this.values)
         writeBind(w, '', name, this.values.length, (w, i) => writeParam(w, view, this.values, i, paramTypes[i]!), formats)
         this.writeTail(w, ctx)
@@ -262,7 +264,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
       x.plan = shape.plan
       x.planVersion = shape.version
       x.planUnknown = shape.unknown
-      x.step = Step.Bind
+      x.step = reparse ? Step.Parse : Step.Bind
     } catch (err) {
       if (!(err instanceof ParameterError || err instanceof ArgumentError)) throw err
       this.flags &= ~(EXECUTING | UNSYNCED)
@@ -292,7 +294,10 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
         return false
       case Backend.ParseComplete:
         if (x.step !== Step.Parse) this.violation(type)
-        x.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
+        if ((this.flags & REPARSE) !== 0) {
+          this.flags &= ~REPARSE
+          x.step = Step.Bind
+        } else x.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
         return false
       case Backend.ParameterDescription:
         if (x.step !== Step.ParamDesc) this.violation(type)
@@ -396,6 +401,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
       const unknown = x.paramTypes.filter((oid) => !catalog.knows(oid))
       if (this.describeFirst) for (const f of fields) if (!catalog.knows(f.typeOid)) unknown.push(f.typeOid)
       if (unknown.length > 0 && this.abortError === null && (this.flags & CLOSING) === 0) {
+        if (stmt === null) this.flags |= REPARSE
         void this.session.lookupTypesAhead(unknown, x.ctx).then(() => {
           if (x.step === Step.Bind) this.bindDescribed(fields, x.paramTypes)
         })

@@ -1,5 +1,6 @@
 import type { PgNotice } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
+import type { Columns, NullBitmaps } from '../types/columns.js'
 
 /** A result column: a RowDescription field. */
 export type Field = FieldDescription
@@ -8,6 +9,9 @@ export type Row = Record<string, unknown>
 
 /** 'object': rows keyed by column name; 'array': rows as arrays in column order. */
 export type RowMode = 'object' | 'array'
+
+/** A query()'s row mode: also 'columns', the result as one array (mostly typed) per column. */
+export type QueryRowMode = RowMode | 'columns'
 
 /** The outcome of one statement. */
 export interface Result<R = Row> {
@@ -23,6 +27,10 @@ export interface Result<R = Row> {
    * (RAISE NOTICE, warnings), in order; empty (one shared, frozen array) when none.
    */
   notices: readonly PgNotice[]
+  /** With rowMode 'columns' (rows is then empty): the values by column name. */
+  columns?: Columns
+  /** With rowMode 'columns': which rows of each typed-array column are NULL (see NullBitmaps). */
+  nulls?: NullBitmaps
 }
 
 /** The notices of a result that has none: shared, so results without notices cost nothing more. */

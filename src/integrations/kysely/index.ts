@@ -14,7 +14,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely'
-import { ArgumentError, TransactionError, quoteIdentifier, type QueryOptions, type Result, type TransactionOptions } from '../../index.js'
+import { ArgumentError, TransactionError, quoteIdentifier, type QueryOptions, type Result, type StreamOptions, type TransactionOptions } from '../../index.js'
 import { OpenTransaction, type PipegresTarget } from './open-transaction.js'
 
 export type { PipegresTarget } from './open-transaction.js'
@@ -68,7 +68,7 @@ function isTarget(v: unknown): v is PipegresTarget {
 
 class PipegresDriver implements Driver {
   #target: PipegresTarget | null = null
-  readonly #options: QueryOptions
+  readonly #options: StreamOptions
 
   constructor(private readonly config: PipegresDialectConfig) {
     this.#options = { ...config.queryOptions, rowMode: 'object' }
@@ -154,7 +154,7 @@ class PipegresConnection implements DatabaseConnection {
 
   constructor(
     private readonly target: PipegresTarget,
-    private readonly options: QueryOptions,
+    private readonly options: StreamOptions,
   ) {}
 
   private runner(): Pick<PipegresTarget, 'query' | 'stream'> {
