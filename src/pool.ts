@@ -1,18 +1,23 @@
 import { EventEmitter } from 'node:events'
-import { Client, clientKeys, type Backoff, type ClientOptions } from './client.js'
+import { Lane, safely } from './client-lane.js'
+import type { Backoff } from './lane-backoff.js'
+import { checkClientOptions, clientKeys, type CheckedClientOptions, type ClientOptions } from './client-options.js'
 import { resolveConfig } from './config/index.js'
 import type { ConnectionConfig } from './config/types.js'
 import type { Request } from './connection/request.js'
 import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './errors.js'
-import type { Listener, NotificationHandler } from './notify.js'
-import type { RowMode } from './query/extended-query.js'
-import { checkRowMode, checkTypeOptions, Queryable, type QueryDefaults } from './queryable.js'
-import { runTransaction, type Transaction, type TransactionHost, type TransactionOptions } from './transaction.js'
+import { LaneQueryable } from './lane-queryable.js'
+import { Listeners, type Listener, type NotificationHandler } from './notify.js'
+import { checkTypeOptions, Queryable, type QueryDefaults } from './queryable.js'
+import { ReservedClient, type Reservation } from './reserved-client.js'
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './subscription.js'
+import type { Transaction, TransactionOptions } from './transaction.js'
 import { acquireChannel, active, traceAcquire, traceBase } from './tracing.js'
 import { TypeCatalog } from './types/catalog.js'
 import { defaultTypeOptions } from './types/codec.js'
 import type { CustomType } from './types/custom.js'
+
+export { ReservedClient }
 
 export interface PoolOptions extends ClientOptions {
   /** Most connections open at once (default 10). */
@@ -25,8 +30,9 @@ export interface PoolOptions extends ClientOptions {
 
 const poolKeys = [...clientKeys, 'max', 'idleTimeout', 'maxLifetime'] as const
 
-interface Slot {
-  client: Client
+/** One connection of the pool. */
+interface PoolLane {
+  readonly lane: Lane
   /** The reservation (or pool transaction) that has this connection to itself. */
   reserved: object | null
   lastUsed: number
@@ -50,93 +56,114 @@ export interface PoolEvents {
 export class Pool extends Queryable {
   readonly config: ConnectionConfig
   readonly max: number
-  private readonly idleTimeout: number
-  private readonly maxLifetime: number
-  // A true private field: it holds the password, which inspect() and JSON.stringify must not show.
-  readonly #options: ClientOptions
-  private readonly catalog: TypeCatalog
-  private readonly queryDefaults: QueryDefaults
-  private readonly slots: Slot[] = []
+  readonly #idleTimeout: number
+  readonly #maxLifetime: number
+  readonly #checked: CheckedClientOptions
+  readonly #onNotice: ((n: PgNotice) => void) | undefined
+  readonly #catalog: TypeCatalog
+  readonly #defaults: QueryDefaults
+  readonly #lanes: PoolLane[] = []
   /** Requests waiting because every connection is reserved and the pool is full. */
-  private waiting: Request[] = []
-  private reserveWaiters: ((slot: Slot | Error) => void)[] = []
-  private notifier: Client | null = null
-  private sweeper: NodeJS.Timeout | null = null
-  private ended: Promise<void> | null = null
-  private destroyed: Error | null = null
-  private readonly emitter = new EventEmitter()
+  #waiting: Request[] = []
+  #reserveWaiters: ((l: PoolLane | Error) => void)[] = []
+  /** The connection that listens: outside the pool's lanes, reconnecting and listening again by itself. */
+  #notifier: { lane: Lane; listeners: Listeners } | null = null
+  #sweeper: NodeJS.Timeout | null = null
+  #ended: Promise<void> | null = null
+  #destroyed: Error | null = null
+  readonly #emitter = new EventEmitter()
   /**
    * Shared by every connection the pool opens: a new connection replaces one
    * that failed, so with a backoff of its own each would start at zero, and a
    * server that drops every connection would get one attempt per query.
    */
-  private readonly backoff: Backoff = { failures: 0, nextAttemptAt: 0 }
+  readonly #backoff: Backoff = { failures: 0, nextAttemptAt: 0 }
 
   constructor(config?: string | PoolOptions) {
     super()
     this.config = resolveConfig(config, { ignoreKeys: poolKeys })
     const opts: PoolOptions = typeof config === 'object' && config !== null ? config : {}
-    this.#options = typeof config === 'string' ? { connectionString: config } : { ...opts }
     const max = opts.max ?? 10
     if (!Number.isInteger(max) || max < 1) throw new ArgumentError('max must be a positive integer')
     this.max = max
-    this.idleTimeout = nonNegative(opts.idleTimeout, 30_000, 'idleTimeout')
-    this.maxLifetime = nonNegative(opts.maxLifetime, 1_800_000, 'maxLifetime')
-    this.catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
-    for (const t of opts.customTypes ?? []) this.registerType(t)
-    const rowMode: RowMode = opts.rowMode !== undefined ? checkRowMode(opts.rowMode) : 'object'
-    this.queryDefaults = { rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.catalog, view: this.catalog.view(), trace: traceBase(this.config, opts.traceParameters === true) }
+    this.#idleTimeout = nonNegative(opts.idleTimeout, 30_000, 'idleTimeout')
+    this.#maxLifetime = nonNegative(opts.maxLifetime, 1_800_000, 'maxLifetime')
+    this.#checked = checkClientOptions(opts)
+    this.#onNotice = opts.onNotice
+    this.#catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
+    for (const t of this.#checked.customTypes) this.registerType(t)
+    this.#defaults = { rowMode: this.#checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true) }
   }
 
   protected defaults(): QueryDefaults {
-    return this.queryDefaults
+    return this.#defaults
   }
 
   on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this {
-    this.emitter.on(event, listener as (...a: unknown[]) => void)
+    this.#emitter.on(event, listener as (...a: unknown[]) => void)
     return this
   }
 
   off<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this {
-    this.emitter.off(event, listener as (...a: unknown[]) => void)
+    this.#emitter.off(event, listener as (...a: unknown[]) => void)
     return this
   }
 
   /** Registers a codec for a type, for every connection of the pool (see Client.registerType). */
   registerType(custom: CustomType): void {
-    this.catalog.register(custom)
+    this.#catalog.register(custom)
   }
 
   // --- connections --------------------------------------------------------------
 
-  private newSlot(): Slot {
+  /** A lane with the pool's settings; `orphans` set for the pool's own lanes, not for the listening one. */
+  #makeLane(listeners: Listeners | null, orphans?: (reqs: Request[], err: Error) => void, forward = false): Lane {
+    const none = (): void => {}
+    return new Lane({
+      config: this.config,
+      // A session of its own per connection, as a Client has.
+      defaults: { ...this.#defaults, view: this.#catalog.view() },
+      backoff: this.#backoff,
+      reconnectMaxDelay: this.#checked.reconnectMaxDelay,
+      maxPending: this.#checked.maxPending,
+      listeners,
+      events: {
+        notice: (n) =>
+          safely(() => {
+            this.#onNotice?.(n)
+            if (forward) this.#emitter.emit('notice', n)
+          }),
+        notification: none,
+        parameter: none,
+        disconnect: none,
+        close: none,
+      },
+      ...(orphans !== undefined ? { orphans } : {}),
+    })
+  }
+
+  #open(): PoolLane {
     const now = performance.now()
-    const slot: Slot = {
-      client: undefined as unknown as Client,
+    const entry: PoolLane = {
+      lane: undefined as unknown as Lane,
       reserved: null,
       lastUsed: now,
       // Jitter, so that connections opened together are not all replaced together.
-      expiresAt: this.maxLifetime > 0 ? now + this.maxLifetime * (0.9 + Math.random() * 0.1) : Infinity,
+      expiresAt: this.#maxLifetime > 0 ? now + this.#maxLifetime * (0.9 + Math.random() * 0.1) : Infinity,
       retiring: false,
       closing: false,
     }
-    slot.client = new Client(this.#options, {
-      catalog: this.catalog,
-      config: this.config,
-      orphans: (reqs, err) => this.orphaned(slot, reqs, err),
-      backoff: this.backoff,
-    })
-    slot.client.on('notice', (n) => this.emitter.emit('notice', n))
-    this.slots.push(slot)
-    this.startSweeper()
-    return slot
+    ;(entry as { lane: Lane }).lane = this.#makeLane(null, (reqs, err) => this.#orphaned(entry, reqs, err), true)
+    this.#lanes.push(entry)
+    this.#startSweeper()
+    return entry
   }
 
   /** A connection broke or could not open: forget it, and send its unsent requests elsewhere. */
-  private orphaned(slot: Slot, reqs: Request[], err: Error): void {
-    this.removeSlot(slot)
-    slot.client.destroy(err)
-    const healthy = this.slots.some((s) => s.client.connected && !s.retiring && !s.closing)
+  #orphaned(entry: PoolLane, reqs: Request[], err: Error): void {
+    this.#remove(entry)
+    entry.lane.destroy(err)
+    const healthy = this.#lanes.some((l) => l.lane.connected && !l.retiring && !l.closing)
     for (const req of reqs) {
       // Without a working connection left, retrying at once would only fail the same way.
       if (healthy) this.dispatch(req)
@@ -144,24 +171,24 @@ export class Pool extends Queryable {
     }
   }
 
-  private removeSlot(slot: Slot): void {
-    const i = this.slots.indexOf(slot)
-    if (i >= 0) this.slots.splice(i, 1)
+  #remove(entry: PoolLane): void {
+    const i = this.#lanes.indexOf(entry)
+    if (i >= 0) this.#lanes.splice(i, 1)
   }
 
-  private usable(s: Slot): boolean {
-    return s.reserved === null && !s.retiring && !s.closing
+  #usable(l: PoolLane): boolean {
+    return l.reserved === null && !l.retiring && !l.closing
   }
 
   /** The usable connection with the least outstanding work. */
-  private best(): Slot | undefined {
-    let best: Slot | undefined
+  #best(): PoolLane | undefined {
+    let best: PoolLane | undefined
     let bestLoad = Infinity
-    for (const s of this.slots) {
-      if (!this.usable(s)) continue
-      const load = s.client.pendingQueries
+    for (const l of this.#lanes) {
+      if (!this.#usable(l)) continue
+      const load = l.lane.pendingQueries
       if (load < bestLoad) {
-        best = s
+        best = l
         bestLoad = load
       }
     }
@@ -169,29 +196,29 @@ export class Pool extends Queryable {
   }
 
   protected dispatch(req: Request): void {
-    if (this.ended !== null || this.destroyed !== null) {
-      req.fail(this.closedError(), false)
+    if (this.#ended !== null || this.#destroyed !== null) {
+      req.fail(this.#closedError(), false)
       return
     }
-    let slot = this.best()
+    let entry = this.#best()
     // Every connection busy (or none yet): open another while the pool may grow.
     // An idle connection is always reused, so a trickle of queries needs one.
-    if ((slot === undefined || slot.client.pendingQueries > 0) && this.slots.length < this.max) slot = this.newSlot()
-    if (slot === undefined) {
-      this.waiting.push(req)
+    if ((entry === undefined || entry.lane.pendingQueries > 0) && this.#lanes.length < this.max) entry = this.#open()
+    if (entry === undefined) {
+      this.#waiting.push(req)
       return
     }
-    slot.lastUsed = performance.now()
-    slot.client.send(req, null)
+    entry.lastUsed = performance.now()
+    entry.lane.send(req, null)
   }
 
   /** A cursor gets a connection of its own, given back when it is done. */
   protected override dispatchExclusive(req: Request & { readonly promise: Promise<unknown> }): void {
-    this.reserve().then(
-      (reserved) => {
-        const done = (): void => void reserved.release()
+    this.#reserve().then(
+      ({ reservation, client }) => {
+        const done = (): void => void client.release()
         req.promise.then(done, done)
-        reserved.send(req, null)
+        reservation.lane.send(req, reservation.token)
       },
       (err: unknown) => req.fail(err instanceof Error ? err : new Error(String(err)), false),
     )
@@ -200,67 +227,76 @@ export class Pool extends Queryable {
   // --- reservations -----------------------------------------------------------
 
   /** Hands out one connection exclusively until `release()`; waits if all are reserved and the pool is full. */
-  reserve(): Promise<ReservedClient> {
-    if (active(acquireChannel)) return traceAcquire(this.queryDefaults.trace!, this.max, this.slots.length, this.waitingCount, () => this.reserveOne())
-    return this.reserveOne()
+  async reserve(): Promise<ReservedClient> {
+    return (await this.#reserve()).client
   }
 
-  private async reserveOne(): Promise<ReservedClient> {
+  #reserve(): Promise<{ reservation: Reservation; client: ReservedClient }> {
+    const reserve = async (): Promise<{ reservation: Reservation; client: ReservedClient }> => {
+      const { entry, token } = await this.#reserveOne()
+      const reservation: Reservation = { lane: entry.lane, token, giveBack: () => this.#giveBack(entry, token) }
+      return { reservation, client: new ReservedClient(reservation, this.#defaults) }
+    }
+    if (active(acquireChannel)) return traceAcquire(this.#defaults.trace!, this.max, this.#lanes.length, this.waitingCount, reserve)
+    return reserve()
+  }
+
+  async #reserveOne(): Promise<{ entry: PoolLane; token: object }> {
     const token = {}
-    let slot: Slot
+    let entry: PoolLane
     try {
-      slot = await this.reserveSlot(token)
+      entry = await this.#reserveLane(token)
     } catch (err) {
       throw withCaller(err)
     }
     try {
-      await slot.client.hold(token)
+      await entry.lane.hold(token)
     } catch (err) {
-      slot.reserved = null
+      entry.reserved = null
       throw err
     }
-    return new ReservedClient(this, slot, token, this.queryDefaults)
+    return { entry, token }
   }
 
   /**
-   * Picks the slot for a reservation and marks it reserved at once, so that
-   * reservations asked for in the same tick never get the same slot.
+   * Picks the lane for a reservation and marks it reserved at once, so that
+   * reservations asked for in the same tick never get the same lane.
    */
-  private reserveSlot(token: object): Promise<Slot> {
-    if (this.ended !== null || this.destroyed !== null) return Promise.reject(this.closedError())
-    let best: Slot | undefined
-    for (const s of this.slots) {
-      if (this.usable(s) && (best === undefined || s.client.pendingQueries < best.client.pendingQueries)) best = s
+  #reserveLane(token: object): Promise<PoolLane> {
+    if (this.#ended !== null || this.#destroyed !== null) return Promise.reject(this.#closedError())
+    let best: PoolLane | undefined
+    for (const l of this.#lanes) {
+      if (this.#usable(l) && (best === undefined || l.lane.pendingQueries < best.lane.pendingQueries)) best = l
     }
-    let chosen: Slot | undefined
-    if (best !== undefined && (best.client.pendingQueries === 0 || this.slots.length >= this.max)) chosen = best
-    else if (this.slots.length < this.max) chosen = this.newSlot()
+    let chosen: PoolLane | undefined
+    if (best !== undefined && (best.lane.pendingQueries === 0 || this.#lanes.length >= this.max)) chosen = best
+    else if (this.#lanes.length < this.max) chosen = this.#open()
     if (chosen !== undefined) {
       chosen.reserved = token
       return Promise.resolve(chosen)
     }
     return new Promise((resolve, reject) => {
-      this.reserveWaiters.push((s) => {
-        if (s instanceof Error) return reject(s)
-        s.reserved = token
-        resolve(s)
+      this.#reserveWaiters.push((l) => {
+        if (l instanceof Error) return reject(l)
+        l.reserved = token
+        resolve(l)
       })
     })
   }
 
   /** A reservation ended: the connection serves the pool again (or the next reservation). */
-  releaseSlot(slot: Slot, token: object): void {
-    if (slot.reserved !== token) return
-    slot.client.release(token)
-    slot.reserved = null
-    slot.lastUsed = performance.now()
-    const next = this.reserveWaiters.shift()
-    if (next !== undefined && !slot.closing) {
-      next(slot)
+  #giveBack(entry: PoolLane, token: object): void {
+    if (entry.reserved !== token) return
+    entry.lane.release(token)
+    entry.reserved = null
+    entry.lastUsed = performance.now()
+    const next = this.#reserveWaiters.shift()
+    if (next !== undefined && !entry.closing) {
+      next(entry)
       return
     }
-    const waiting = this.waiting
-    this.waiting = []
+    const waiting = this.#waiting
+    this.#waiting = []
     for (const req of waiting) this.dispatch(req)
   }
 
@@ -281,24 +317,30 @@ export class Pool extends Queryable {
     }
   }
 
-  // --- LISTEN / NOTIFY --------------------------------------------------------
+  // --- replication, LISTEN / NOTIFY ---------------------------------------------
 
-  /** Listens on a dedicated connection of the pool's (see Client.listen). */
   /** A logical change stream (pgoutput) on a replication connection of its own, outside the pool's connections. */
   subscribe(options: SubscribeOptions): Subscription {
-    return subscribe(this.config, this.catalog, options)
+    return subscribe(this.config, this.#catalog, options)
   }
 
   /** Raw WAL (physical) or a logical slot's plugin output, on a replication connection of its own. */
   replicate(options: ReplicateOptions): WalStream {
-    return replicate(this.config, this.catalog, options)
+    return replicate(this.config, this.#catalog, options)
   }
 
+  /** Listens on a dedicated connection of the pool's (see Client.listen). */
   listen(channel: string, handler: NotificationHandler): Promise<Listener> {
-    if (this.ended !== null || this.destroyed !== null) return Promise.reject(this.closedError())
-    // Without orphans: like a lone client, it reconnects by itself and listens again after a lost connection.
-    this.notifier ??= new Client(this.#options, { catalog: this.catalog, config: this.config })
-    return this.notifier.listen(channel, handler)
+    if (this.#ended !== null || this.#destroyed !== null) return Promise.reject(this.#closedError())
+    if (this.#notifier === null) {
+      // Without orphans: like a lone client, it reconnects by itself and listens again after a lost connection.
+      let queries: LaneQueryable | null = null
+      const listeners = new Listeners((sql) => queries!.query(sql).then(() => undefined))
+      const lane = this.#makeLane(listeners)
+      queries = new LaneQueryable(lane, this.#defaults)
+      this.#notifier = { lane, listeners }
+    }
+    return this.#notifier.listeners.listen(channel, handler)
   }
 
   async notify(channel: string, payload?: string): Promise<void> {
@@ -308,180 +350,81 @@ export class Pool extends Queryable {
 
   // --- upkeep and shutdown ----------------------------------------------------
 
-  private startSweeper(): void {
-    if (this.sweeper !== null) return
-    const limits = [this.idleTimeout, this.maxLifetime].filter((t) => t > 0)
+  #startSweeper(): void {
+    if (this.#sweeper !== null) return
+    const limits = [this.#idleTimeout, this.#maxLifetime].filter((t) => t > 0)
     if (limits.length === 0) return
     const every = Math.max(50, Math.min(1000, Math.min(...limits) / 4))
-    this.sweeper = setInterval(() => this.sweep(), every)
+    this.#sweeper = setInterval(() => this.#sweep(), every)
     // Upkeep alone must not keep the process alive.
-    this.sweeper.unref()
+    this.#sweeper.unref()
   }
 
   /** Closes connections idle too long, and retires those past their lifetime. */
-  private sweep(): void {
+  #sweep(): void {
     const now = performance.now()
-    for (const s of [...this.slots]) {
-      if (s.reserved !== null || s.closing) continue
-      if (now >= s.expiresAt) s.retiring = true
-      const idle = s.client.pendingQueries === 0
-      if (idle && (s.retiring || (this.idleTimeout > 0 && now - s.lastUsed >= this.idleTimeout))) this.closeSlot(s)
+    for (const l of [...this.#lanes]) {
+      if (l.reserved !== null || l.closing) continue
+      if (now >= l.expiresAt) l.retiring = true
+      const idle = l.lane.pendingQueries === 0
+      if (idle && (l.retiring || (this.#idleTimeout > 0 && now - l.lastUsed >= this.#idleTimeout))) this.#close(l)
     }
   }
 
-  private closeSlot(s: Slot): void {
-    s.closing = true
-    this.removeSlot(s)
-    void s.client.end()
+  #close(l: PoolLane): void {
+    l.closing = true
+    this.#remove(l)
+    void l.lane.end()
   }
 
-  private closedError(): Error {
-    return this.destroyed ?? new ConnectionError('PG_CONNECTION_ENDED', 'the pool was ended')
+  #closedError(): Error {
+    return this.#destroyed ?? new ConnectionError('PG_CONNECTION_ENDED', 'the pool was ended')
   }
 
   /** Lets in-flight queries finish (and reservations be released), then closes every connection. */
   end(): Promise<void> {
-    if (this.ended !== null) return this.ended
-    this.ended = (async () => {
-      if (this.sweeper !== null) clearInterval(this.sweeper)
-      for (const w of this.reserveWaiters.splice(0)) w(this.closedError())
-      for (const req of this.waiting.splice(0)) req.fail(this.closedError(), false)
-      const clients = this.slots.map((s) => s.client)
-      if (this.notifier !== null) clients.push(this.notifier)
-      await Promise.all(clients.map((c) => c.end()))
-      this.slots.length = 0
+    if (this.#ended !== null) return this.#ended
+    this.#ended = (async () => {
+      if (this.#sweeper !== null) clearInterval(this.#sweeper)
+      for (const w of this.#reserveWaiters.splice(0)) w(this.#closedError())
+      for (const req of this.#waiting.splice(0)) req.fail(this.#closedError(), false)
+      const lanes = this.#lanes.map((l) => l.lane)
+      if (this.#notifier !== null) lanes.push(this.#notifier.lane)
+      await Promise.all(lanes.map((l) => l.end()))
+      this.#lanes.length = 0
     })()
-    return this.ended
+    return this.#ended
   }
 
   /** Closes everything at once; every pending query is rejected. */
   destroy(reason?: Error): void {
     const err = reason ?? new ConnectionError('PG_CONNECTION_ENDED', 'the pool was destroyed')
-    this.destroyed = err
-    if (this.sweeper !== null) clearInterval(this.sweeper)
-    for (const w of this.reserveWaiters.splice(0)) w(err)
-    for (const req of this.waiting.splice(0)) req.fail(err, false)
-    for (const s of this.slots.splice(0)) s.client.destroy(err)
-    this.notifier?.destroy(err)
+    this.#destroyed = err
+    if (this.#sweeper !== null) clearInterval(this.#sweeper)
+    for (const w of this.#reserveWaiters.splice(0)) w(err)
+    for (const req of this.#waiting.splice(0)) req.fail(err, false)
+    for (const l of this.#lanes.splice(0)) l.lane.destroy(err)
+    this.#notifier?.lane.destroy(err)
   }
 
   /** Open (or opening) connections. */
   get totalCount(): number {
-    return this.slots.length
+    return this.#lanes.length
   }
 
   /** Connections with nothing in flight and not reserved. */
   get idleCount(): number {
-    return this.slots.filter((s) => s.reserved === null && s.client.pendingQueries === 0).length
+    return this.#lanes.filter((l) => l.reserved === null && l.lane.pendingQueries === 0).length
   }
 
   /** Reserved connections. */
   get reservedCount(): number {
-    return this.slots.filter((s) => s.reserved !== null).length
+    return this.#lanes.filter((l) => l.reserved !== null).length
   }
 
   /** Queries and reservations waiting for a connection. */
   get waitingCount(): number {
-    return this.waiting.length + this.reserveWaiters.length
-  }
-}
-
-/**
- * One connection of a pool, held exclusively until release(): its queries
- * (and transactions) are pipelined on that connection and nothing else runs
- * there meanwhile.
- */
-export class ReservedClient extends Queryable implements TransactionHost {
-  private released = false
-  private txLock: Promise<void> = Promise.resolve()
-
-  constructor(
-    private readonly pool: Pool,
-    private readonly slot: Slot,
-    private readonly token: object,
-    private readonly queryDefaults: QueryDefaults,
-  ) {
-    super()
-  }
-
-  protected defaults(): QueryDefaults {
-    return this.queryDefaults
-  }
-
-  defaultsForTransaction(): QueryDefaults {
-    return this.queryDefaults
-  }
-
-  protected dispatch(req: Request): void {
-    this.send(req, this.token)
-  }
-
-  /** TransactionHost: every request goes on the reserved connection. */
-  send(req: Request, _owner: object | null): void {
-    if (this.released) {
-      req.fail(new ArgumentError('this reserved connection was released'), false)
-      return
-    }
-    this.slot.client.send(req, this.token)
-  }
-
-  /** Transactions on a reservation run one after the other. */
-  async hold(_holder: object): Promise<void> {
-    let unlock!: () => void
-    const previous = this.txLock
-    this.txLock = new Promise((r) => (unlock = r))
-    await previous
-    this.unlock = unlock
-  }
-
-  private unlock: (() => void) | null = null
-
-  release(holder: object): void
-  release(): Promise<void>
-  release(holder?: object): void | Promise<void> {
-    if (holder !== undefined) {
-      const u = this.unlock
-      this.unlock = null
-      u?.()
-      return
-    }
-    return this.releaseReservation()
-  }
-
-  /** TransactionHost: whether the reservation still has the connection it started on. */
-  holds(_holder: object): boolean {
-    return !this.released && this.slot.client.holds(this.token)
-  }
-
-  /** Runs `fn` in a transaction on this connection (see Client.begin). */
-  begin<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>
-  begin<T>(options: TransactionOptions, fn: (tx: Transaction) => Promise<T>): Promise<T>
-  begin<T>(a: TransactionOptions | ((tx: Transaction) => Promise<T>), b?: (tx: Transaction) => Promise<T>): Promise<T> {
-    const [options, fn] = typeof a === 'function' ? [{}, a] : [a, b]
-    if (typeof fn !== 'function') return Promise.reject(new ArgumentError('begin() needs a function to run in the transaction'))
-    return runTransaction(this, options, fn)
-  }
-
-  /** The backend process id of the reserved connection. */
-  get processId(): number {
-    return this.slot.client.processId
-  }
-
-  /**
-   * Gives the connection back to the pool. A transaction left open on it is
-   * rolled back first, so the next user never inherits it.
-   */
-  private async releaseReservation(): Promise<void> {
-    if (this.released) return
-    const client = this.slot.client
-    if (client.holds(this.token) && client.connected && (client.pendingQueries > 0 || client.transactionStatus !== 'I')) {
-      // Queries still in flight may change the transaction status: an empty
-      // query behind them reports it as of their end.
-      await this.simpleQuery('').catch(() => undefined)
-      if (client.holds(this.token) && client.connected && client.transactionStatus !== 'I') await this.simpleQuery('ROLLBACK').catch(() => undefined)
-    }
-    this.released = true
-    this.pool.releaseSlot(this.slot, this.token)
+    return this.#waiting.length + this.#reserveWaiters.length
   }
 }
 

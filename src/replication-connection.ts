@@ -1,7 +1,9 @@
-import { Client } from './client.js'
+import { Lane } from './client-lane.js'
 import type { ConnectionConfig } from './config/types.js'
 import { CopyBothExchange, type CopyBothSink } from './connection/copy-both.js'
-import { ArgumentError } from './errors.js'
+import { ArgumentError, ConnectionError, withCaller } from './errors.js'
+import { LaneQueryable } from './lane-queryable.js'
+import { traceBase } from './tracing.js'
 import { Lsn } from './replication/lsn.js'
 import { TypeCatalog } from './types/catalog.js'
 import { resolveConfig, type ConnectOptions } from './config/index.js'
@@ -76,34 +78,53 @@ export interface ReadSlot {
  * time, in order; a stream takes the connection over until it ends.
  */
 export class ReplicationConnection {
-  private constructor(
-    private readonly client: Client,
-    readonly mode: 'database' | 'physical',
-  ) {}
+  readonly #queries: LaneQueryable
+  readonly mode: 'database' | 'physical'
 
+  private constructor(queries: LaneQueryable, mode: 'database' | 'physical') {
+    this.#queries = queries
+    this.mode = mode
+  }
+
+  /** @internal Opens the connection (subscribe(), replicate(), connectReplication()). */
   static async open(config: ConnectionConfig, catalog: TypeCatalog, mode: 'database' | 'physical'): Promise<ReplicationConnection> {
-    const client = new Client(undefined, { catalog, config: replicationConfig(config, mode) })
-    await client.connect()
-    return new ReplicationConnection(client, mode)
+    const replication = replicationConfig(config, mode)
+    const defaults = { rowMode: 'object' as const, prepare: replication.prepare, queryTimeout: undefined, catalog, view: catalog.view(), trace: traceBase(replication, false) }
+    const none = (): void => {}
+    const lane = new Lane({
+      config: replication,
+      defaults,
+      backoff: { failures: 0, nextAttemptAt: 0 },
+      reconnectMaxDelay: 5000,
+      maxPending: Infinity,
+      listeners: null,
+      events: { notice: none, notification: none, parameter: none, disconnect: none, close: none },
+    })
+    try {
+      await lane.connect()
+    } catch (err) {
+      throw withCaller(err)
+    }
+    return new ReplicationConnection(new LaneQueryable(lane, defaults), mode)
   }
 
   /** The server's major version (from server_version). */
   get serverMajor(): number {
-    return Number.parseInt(this.client.serverParameters.server_version ?? '0', 10)
+    return Number.parseInt(this.#queries.lane.serverParameters.server_version ?? '0', 10)
   }
 
   /** The walsender's process id (for pg_terminate_backend, pg_stat_replication). */
   get processId(): number {
-    return this.client.processId
+    return this.#queries.lane.processId
   }
 
   get closed(): boolean {
-    return this.client.closed
+    return this.#queries.lane.closed
   }
 
   /** Runs a replication command or (on a logical connection) SQL, simple protocol; the last statement's rows. */
   async command<R = Record<string, unknown>>(text: string): Promise<R[]> {
-    const results = await this.client.simpleQuery<R>(text)
+    const results = await this.#queries.simpleQuery<R>(text)
     return results.length === 0 ? [] : results[results.length - 1]!.rows
   }
 
@@ -164,19 +185,19 @@ export class ReplicationConnection {
   /** Sends START_REPLICATION (`command` is the whole command) and streams into `sink` until the exchange ends. */
   startStream(command: string, sink: CopyBothSink): CopyBothExchange {
     const exchange = new CopyBothExchange(command, sink)
-    this.client.send(exchange, null)
+    this.#queries.lane.send(exchange, null)
     return exchange
   }
 
   /** Ends the connection (a running stream is cut off). */
   close(): Promise<void> {
-    this.client.destroy()
+    this.#queries.lane.destroy(new ConnectionError('PG_CONNECTION_ENDED', 'the client was destroyed'))
     return Promise.resolve()
   }
 
   /** Leaves politely, after the commands issued so far. */
   end(): Promise<void> {
-    return this.client.end()
+    return this.#queries.lane.end()
   }
 }
 

@@ -21,7 +21,7 @@ export interface TransactionOptions {
 
 export type { TransactionRetry }
 
-/** What a transaction runs on: a client (or a pool's reserved connection) that can be held. */
+/** What a transaction runs on: a client's lane (or a pool's reserved connection) that can be held. */
 export interface TransactionHost {
   hold(holder: object): Promise<void>
   release(holder: object): void
@@ -73,45 +73,47 @@ interface Shared {
  * rather than run them outside it.
  */
 export class Transaction extends Queryable {
-  private over = false
-  private savepoints = 0
-  private readonly shared: Shared
+  #over = false
+  #savepoints = 0
+  readonly #shared: Shared
+  readonly #host: TransactionHost
+  readonly #token: object
+  readonly #queryDefaults: QueryDefaults
+  readonly #depth: number
 
-  constructor(
-    private readonly host: TransactionHost,
-    private readonly token: object,
-    private readonly queryDefaults: QueryDefaults,
-    private readonly depth = 0,
-    shared?: Shared,
-    attempt = 1,
-  ) {
+  /** @internal Made by begin() and savepoint(). */
+  constructor(host: TransactionHost, token: object, queryDefaults: QueryDefaults, depth = 0, shared?: Shared, attempt = 1) {
     super()
-    this.shared = shared ?? { failed: null, controlDefaults: { ...queryDefaults, queryTimeout: undefined }, attempt }
+    this.#host = host
+    this.#token = token
+    this.#queryDefaults = queryDefaults
+    this.#depth = depth
+    this.#shared = shared ?? { failed: null, controlDefaults: { ...queryDefaults, queryTimeout: undefined }, attempt }
   }
 
   /** Which run of the transaction this is: 1, or more when `retry` ran it again after a conflict. */
   get attempt(): number {
-    return this.shared.attempt
+    return this.#shared.attempt
   }
 
   protected defaults(): QueryDefaults {
-    return this.queryDefaults
+    return this.#queryDefaults
   }
 
   protected dispatch(req: Request): void {
-    if (this.over) {
+    if (this.#over) {
       req.fail(new ArgumentError('this transaction is over: run the query on the client, or inside the transaction function'), false)
       return
     }
-    this.send(req)
+    this.#send(req)
   }
 
-  private send(req: Request): void {
-    if (this.host.holds !== undefined && !this.host.holds(this.token)) {
+  #send(req: Request): void {
+    if (this.#host.holds !== undefined && !this.#host.holds(this.#token)) {
       req.fail(new ConnectionError('PG_CONNECTION_CLOSED', 'the connection this transaction was running on was lost'), false)
       return
     }
-    const failed = this.shared.failed
+    const failed = this.#shared.failed
     if (failed !== null) {
       // BEGIN never reached the server, or its connection was lost: a query
       // sent now would run on another connection, outside any transaction.
@@ -123,8 +125,8 @@ export class Transaction extends Queryable {
       )
       return
     }
-    if (req instanceof ExtendedQuery) req.inTransaction(this.token)
-    this.host.send(req, this.token)
+    if (req instanceof ExtendedQuery) req.inTransaction(this.#token)
+    this.#host.send(req, this.#token)
   }
 
   /**
@@ -134,10 +136,11 @@ export class Transaction extends Queryable {
    * transaction would be reported failed when it was not), and a BEGIN that
    * times out while it waits behind other queries would still run, leaving the
    * session inside a transaction nobody ends.
+   * @internal
    */
   control(sql: string): ExtendedQuery {
-    const req = makeQuery(this.shared.controlDefaults, sql, undefined, { prepare: false })
-    sendTraced(this.queryDefaults.trace, 'query', sql, undefined, req.promise, () => this.send(req))
+    const req = makeQuery(this.#shared.controlDefaults, sql, undefined, { prepare: false })
+    sendTraced(this.#queryDefaults.trace, 'query', sql, undefined, req.promise, () => this.#send(req))
     return req
   }
 
@@ -147,13 +150,14 @@ export class Transaction extends Queryable {
     // Handled at once: BEGIN can fail while fn still runs, long before
     // runTransaction awaits it, and that must not be an unhandled rejection.
     started.catch((err: unknown) => {
-      this.shared.failed ??= err instanceof Error ? err : new Error(String(err))
+      this.#shared.failed ??= err instanceof Error ? err : new Error(String(err))
     })
     return started
   }
 
+  /** @internal The transaction (or savepoint) is over: later queries are refused. */
   close(): void {
-    this.over = true
+    this.#over = true
   }
 
   /**
@@ -162,9 +166,9 @@ export class Transaction extends Queryable {
    */
   async savepoint<T>(fn: (sp: Transaction) => Promise<T>): Promise<T> {
     if (typeof fn !== 'function') throw new ArgumentError('savepoint() needs a function')
-    if (this.over) throw new ArgumentError('this transaction is over')
-    const name = `pipegres_sp_${this.depth + 1}_${++this.savepoints}`
-    const sp = new Transaction(this.host, this.token, this.queryDefaults, this.depth + 1, this.shared)
+    if (this.#over) throw new ArgumentError('this transaction is over')
+    const name = `pipegres_sp_${this.#depth + 1}_${++this.#savepoints}`
+    const sp = new Transaction(this.#host, this.#token, this.#queryDefaults, this.#depth + 1, this.#shared)
     const start = this.control(`SAVEPOINT ${name}`).promise
     // Awaited only after fn: must not be an unhandled rejection meanwhile.
     start.catch(() => undefined)
@@ -201,20 +205,18 @@ export class Transaction extends Queryable {
   }
 }
 
-type Host = TransactionHost & { defaultsForTransaction(): QueryDefaults }
-
 /** BEGIN, fn, COMMIT — or ROLLBACK and rethrow; again after a conflict if `retry` allows. The host is held throughout each run. */
-export async function runTransaction<T>(host: Host, options: TransactionOptions, fn: (tx: Transaction) => Promise<T>): Promise<T> {
+export async function runTransaction<T>(host: TransactionHost, defaults: QueryDefaults, options: TransactionOptions, fn: (tx: Transaction) => Promise<T>): Promise<T> {
   const begin = beginSql(options)
   const policy = retryPolicy(options.retry)
-  if (policy === null) return runOnce(host, begin, fn, 1)
-  return withRetry(policy, (attempt) => runOnce(host, begin, fn, attempt), (message, cause) => new TransactionError(cause instanceof TransactionError ? cause.code : 'PG_TRANSACTION_ROLLED_BACK', message, { cause }))
+  if (policy === null) return runOnce(host, defaults, begin, fn, 1)
+  return withRetry(policy, (attempt) => runOnce(host, defaults, begin, fn, attempt), (message, cause) => new TransactionError(cause instanceof TransactionError ? cause.code : 'PG_TRANSACTION_ROLLED_BACK', message, { cause }))
 }
 
-async function runOnce<T>(host: Host, begin: string, fn: (tx: Transaction) => Promise<T>, attempt: number): Promise<T> {
+async function runOnce<T>(host: TransactionHost, defaults: QueryDefaults, begin: string, fn: (tx: Transaction) => Promise<T>, attempt: number): Promise<T> {
   const token = {}
   await host.hold(token)
-  const tx = new Transaction(host, token, host.defaultsForTransaction(), 0, undefined, attempt)
+  const tx = new Transaction(host, token, defaults, 0, undefined, attempt)
   try {
     const started = tx.sendBegin(begin)
     let result: T

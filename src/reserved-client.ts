@@ -1,0 +1,101 @@
+import type { Lane } from './client-lane.js'
+import type { Request } from './connection/request.js'
+import { ArgumentError } from './errors.js'
+import { Queryable, type QueryDefaults } from './queryable.js'
+import { runTransaction, type Transaction, type TransactionHost, type TransactionOptions } from './transaction.js'
+
+/** A pool's lane held by one reservation, and how to give it back. */
+export interface Reservation {
+  readonly lane: Lane
+  /** The holder the lane knows the reservation by. */
+  readonly token: object
+  /** Hands the lane back to the pool (once the connection is clean). */
+  giveBack(): void
+}
+
+/**
+ * One connection of a pool, held exclusively until release(): its queries
+ * (and transactions) are pipelined on that connection and nothing else runs
+ * there meanwhile.
+ */
+export class ReservedClient extends Queryable {
+  #released = false
+  readonly #reservation: Reservation
+  readonly #defaults: QueryDefaults
+  /** Transactions on a reservation run one after the other. */
+  #txLock: Promise<void> = Promise.resolve()
+  #unlock: (() => void) | null = null
+  readonly #host: TransactionHost
+
+  /** @internal Made by Pool.reserve(). */
+  constructor(reservation: Reservation, defaults: QueryDefaults) {
+    super()
+    this.#reservation = reservation
+    this.#defaults = defaults
+    this.#host = {
+      hold: async () => {
+        let unlock!: () => void
+        const previous = this.#txLock
+        this.#txLock = new Promise((r) => (unlock = r))
+        await previous
+        this.#unlock = unlock
+      },
+      release: () => {
+        const u = this.#unlock
+        this.#unlock = null
+        u?.()
+      },
+      send: (req) => this.#send(req),
+      // Whether the reservation still has the connection it started on.
+      holds: () => !this.#released && reservation.lane.holds(reservation.token),
+    }
+  }
+
+  protected defaults(): QueryDefaults {
+    return this.#defaults
+  }
+
+  protected dispatch(req: Request): void {
+    this.#send(req)
+  }
+
+  /** Every request goes on the reserved connection. */
+  #send(req: Request): void {
+    if (this.#released) {
+      req.fail(new ArgumentError('this reserved connection was released'), false)
+      return
+    }
+    this.#reservation.lane.send(req, this.#reservation.token)
+  }
+
+  /** Runs `fn` in a transaction on this connection (see Client.begin). */
+  begin<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>
+  begin<T>(options: TransactionOptions, fn: (tx: Transaction) => Promise<T>): Promise<T>
+  begin<T>(a: TransactionOptions | ((tx: Transaction) => Promise<T>), b?: (tx: Transaction) => Promise<T>): Promise<T> {
+    const [options, fn] = typeof a === 'function' ? [{}, a] : [a, b]
+    if (typeof fn !== 'function') return Promise.reject(new ArgumentError('begin() needs a function to run in the transaction'))
+    return runTransaction(this.#host, this.#defaults, options, fn)
+  }
+
+  /** The backend process id of the reserved connection. */
+  get processId(): number {
+    return this.#reservation.lane.processId
+  }
+
+  /**
+   * Gives the connection back to the pool. A transaction left open on it is
+   * rolled back first, so the next user never inherits it.
+   */
+  async release(): Promise<void> {
+    if (this.#released) return
+    const { lane, token } = this.#reservation
+    if (lane.holds(token) && lane.connected && (lane.pendingQueries > 0 || lane.transactionStatus !== 'I')) {
+      // Queries still in flight may change the transaction status: an empty
+      // query behind them reports it as of their end.
+      await this.simpleQuery('').catch(() => undefined)
+      if (lane.holds(token) && lane.connected && lane.transactionStatus !== 'I') await this.simpleQuery('ROLLBACK').catch(() => undefined)
+    }
+    this.#released = true
+    this.#reservation.giveBack()
+  }
+}
