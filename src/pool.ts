@@ -1,13 +1,14 @@
 import { EventEmitter } from 'node:events'
 import { Lane, safely } from './client-lane.js'
 import type { Backoff } from './lane-backoff.js'
-import { checkClientOptions, clientKeys, type CheckedClientOptions, type ClientOptions } from './client-options.js'
+import { checkClientOptions, clientKeys, registerCustomType, type CheckedClientOptions, type ClientOptions } from './client-options.js'
 import { resolveConfig } from './config/index.js'
 import type { ConnectionConfig } from './config/types.js'
 import type { Request } from './connection/request.js'
 import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './errors.js'
 import { LaneQueryable } from './lane-queryable.js'
 import { Listeners, type Listener, type NotificationHandler } from './notify.js'
+import { leastOutstanding, type PoolLane, type PoolRouting, type RouteNeed } from './pool-routing.js'
 import { checkTypeOptions, Queryable, type QueryDefaults } from './queryable.js'
 import { ReservedClient, type Reservation } from './reserved-client.js'
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './subscription.js'
@@ -30,18 +31,6 @@ export interface PoolOptions extends ClientOptions {
 
 const poolKeys = [...clientKeys, 'max', 'idleTimeout', 'maxLifetime'] as const
 
-/** One connection of the pool. */
-interface PoolLane {
-  readonly lane: Lane
-  /** The reservation (or pool transaction) that has this connection to itself. */
-  reserved: object | null
-  lastUsed: number
-  expiresAt: number
-  /** Lifetime over: takes no new work, closes once idle. */
-  retiring: boolean
-  closing: boolean
-}
-
 export interface PoolEvents {
   notice: [notice: PgNotice]
 }
@@ -62,6 +51,7 @@ export class Pool extends Queryable {
   readonly #onNotice: ((n: PgNotice) => void) | undefined
   readonly #catalog: TypeCatalog
   readonly #defaults: QueryDefaults
+  readonly #routing: PoolRouting = leastOutstanding
   readonly #lanes: PoolLane[] = []
   /** Requests waiting because every connection is reserved and the pool is full. */
   #waiting: Request[] = []
@@ -111,7 +101,7 @@ export class Pool extends Queryable {
 
   /** Registers a codec for a type, for every connection of the pool (see Client.registerType). */
   registerType(custom: CustomType): void {
-    this.#catalog.register(custom)
+    registerCustomType(this.#catalog, custom)
   }
 
   // --- connections --------------------------------------------------------------
@@ -176,23 +166,11 @@ export class Pool extends Queryable {
     if (i >= 0) this.#lanes.splice(i, 1)
   }
 
-  #usable(l: PoolLane): boolean {
-    return l.reserved === null && !l.retiring && !l.closing
-  }
-
-  /** The usable connection with the least outstanding work. */
-  #best(): PoolLane | undefined {
-    let best: PoolLane | undefined
-    let bestLoad = Infinity
-    for (const l of this.#lanes) {
-      if (!this.#usable(l)) continue
-      const load = l.lane.pendingQueries
-      if (load < bestLoad) {
-        best = l
-        bestLoad = load
-      }
-    }
-    return best
+  /** The routing's choice, with a new lane opened when it asks for one. */
+  #route(need: RouteNeed): PoolLane | undefined {
+    const choice = this.#routing.choose(this.#lanes, need, this.#lanes.length < this.max)
+    if (choice === 'wait') return undefined
+    return choice === 'open' ? this.#open() : choice
   }
 
   protected dispatch(req: Request): void {
@@ -200,10 +178,7 @@ export class Pool extends Queryable {
       req.fail(this.#closedError(), false)
       return
     }
-    let entry = this.#best()
-    // Every connection busy (or none yet): open another while the pool may grow.
-    // An idle connection is always reused, so a trickle of queries needs one.
-    if ((entry === undefined || entry.lane.pendingQueries > 0) && this.#lanes.length < this.max) entry = this.#open()
+    const entry = this.#route(plain)
     if (entry === undefined) {
       this.#waiting.push(req)
       return
@@ -264,13 +239,7 @@ export class Pool extends Queryable {
    */
   #reserveLane(token: object): Promise<PoolLane> {
     if (this.#ended !== null || this.#destroyed !== null) return Promise.reject(this.#closedError())
-    let best: PoolLane | undefined
-    for (const l of this.#lanes) {
-      if (this.#usable(l) && (best === undefined || l.lane.pendingQueries < best.lane.pendingQueries)) best = l
-    }
-    let chosen: PoolLane | undefined
-    if (best !== undefined && (best.lane.pendingQueries === 0 || this.#lanes.length >= this.max)) chosen = best
-    else if (this.#lanes.length < this.max) chosen = this.#open()
+    const chosen = this.#route(exclusive)
     if (chosen !== undefined) {
       chosen.reserved = token
       return Promise.resolve(chosen)
@@ -427,6 +396,9 @@ export class Pool extends Queryable {
     return this.#waiting.length + this.#reserveWaiters.length
   }
 }
+
+const plain: RouteNeed = { exclusive: false }
+const exclusive: RouteNeed = { exclusive: true }
 
 function nonNegative(v: number | undefined, dflt: number, name: string): number {
   if (v === undefined) return dflt

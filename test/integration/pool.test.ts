@@ -1,6 +1,6 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { createPool, ConnectionError, type Pool, type PoolOptions } from '../../src/index.js'
+import { createPool, ArgumentError, ConnectionError, type CustomType, type Pool, type PoolOptions } from '../../src/index.js'
 import { adminQuery, mainDatabase } from '../helpers/server.js'
 import { uniqueName } from '../helpers/client.js'
 
@@ -233,4 +233,18 @@ test('destroy() rejects everything at once', async () => {
   const settled = await Promise.allSettled(pending)
   for (const s of settled) assert.equal(s.status, 'rejected')
   await assert.rejects(pool.query('SELECT 1'), /shutting down/)
+})
+
+test('registerType on a pool checks the description as a client does', async () => {
+  const pool = await newPool()
+  assert.throws(() => pool.registerType(null as unknown as CustomType), ArgumentError)
+  assert.throws(() => pool.registerType({} as CustomType), /needs a name or an oid/)
+  assert.throws(() => pool.registerType({ name: 'hstore', parse: 'no' } as unknown as CustomType), /parse must be a function/)
+  assert.throws(() => createPool({ customTypes: [{ oid: 1, serialize: 1 } as unknown as CustomType] }), /serialize must be a function/)
+})
+
+test('the client settings of a pool are checked when it is made, not at its first query', () => {
+  assert.throws(() => createPool({ queryTimeout: -1 }), /queryTimeout/)
+  assert.throws(() => createPool({ maxPending: 0 }), /maxPending/)
+  assert.throws(() => createPool({ onNotice: 1 as unknown as () => void }), /onNotice/)
 })
