@@ -87,6 +87,8 @@ export class Lane {
   private readonly owners = new WeakMap<Request, object>()
   private closeError: Error | null = null
   private ending: Promise<void> | null = null
+  /** Woken whenever the lane may have become quiet (see end()). */
+  private quietWaiters: (() => void)[] = []
   private connectedAt = 0
   /** Requests the lane sent on its own when the current connection opened (re-LISTENs). */
   private ownRequests = 0
@@ -120,6 +122,7 @@ export class Lane {
       if (this.state === State.Closed) {
         // destroy() came during the backoff wait.
         this.connecting = null
+        this.wakeQuiet()
         return
       }
       let conn: Connection
@@ -139,10 +142,12 @@ export class Lane {
       } catch (err) {
         this.connecting = null
         this.connectFailed(err as Error)
+        this.wakeQuiet()
         return
       }
       this.connecting = null
       this.onConnected(conn)
+      this.wakeQuiet()
     })()
   }
 
@@ -382,6 +387,7 @@ export class Lane {
     const held = this.held
     this.held = []
     for (const req of held) this.route(req)
+    this.wakeQuiet()
   }
 
   /** True when `holder` holds the connection and it is the same connection its first request went on. */
@@ -391,15 +397,23 @@ export class Lane {
 
   // --- shutdown ---------------------------------------------------------------
 
+  /** No connection attempt under way, no holder, nothing held back: end() may close. */
+  private get quiet(): boolean {
+    return this.connecting === null && this.held.length === 0 && this.holder === null
+  }
+
+  private wakeQuiet(): void {
+    for (const w of this.quietWaiters.splice(0)) w()
+  }
+
   /** Finishes every request already accepted (a holder's included), then closes the connection. */
   end(): Promise<void> {
     if (this.ending !== null) return this.ending
     if (this.state === State.Closed) return Promise.resolve()
     this.ending = (async () => {
-      while (this.connecting !== null || this.held.length > 0 || this.holder !== null) {
-        if (this.connecting !== null) await this.connecting
-        else await new Promise((r) => setTimeout(r, 5))
-      }
+      // Woken by each change that can make the lane quiet: a connection
+      // attempt settling, a holder releasing.
+      while (!this.quiet) await new Promise<void>((r) => this.quietWaiters.push(r))
       const conn = this.conn
       this.state = State.Closed
       if (conn !== null) await conn.end()
@@ -417,6 +431,7 @@ export class Lane {
     this.waiting = []
     this.held = []
     for (const w of this.holdWaiters.splice(0)) w()
+    this.wakeQuiet()
     const conn = this.conn
     if (conn !== null) conn.destroy(reason)
     else this.settings.events.close(reason)

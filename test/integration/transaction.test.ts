@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict'
 import * as net from 'node:net'
-import { after, before, describe, test } from 'node:test'
+import { after, before, describe, mock, test } from 'node:test'
 import { ArgumentError, Client, ConnectionError, PgError, TimeoutError, TransactionError, type Transaction } from '../../src/index.js'
 import { openClient, uniqueName } from '../helpers/client.js'
 import { startProxy } from '../helpers/proxy.js'
@@ -369,6 +369,31 @@ describe('pipelining and isolation from outside queries', () => {
     await ended
     assert.equal(await committed(tag), 1)
     await assert.rejects(c.begin(async () => undefined), (e: unknown) => e instanceof ConnectionError && e.code === 'PG_CONNECTION_ENDED')
+  })
+
+  test('end() during a transaction waits on no timer: it goes on the moment the transaction lets go', { timeout: 10_000 }, async () => {
+    // end() once looked every 5 ms whether the transaction was over; with
+    // timers stopped, that end() never resolved.
+    const c = await openClient()
+    const tag = uniqueName('end_no_timer')
+    let open!: () => void
+    const gate = new Promise<void>((r) => (open = r))
+    const tx = c.begin(async (tx) => {
+      await gate
+      await insert(tx, tag)
+    })
+    await sleep(20)
+    mock.timers.enable({ apis: ['setTimeout'] })
+    try {
+      const ended = c.end()
+      open()
+      await tx
+      await ended
+      assert.equal(c.closed, true)
+    } finally {
+      mock.timers.reset()
+    }
+    assert.equal(await committed(tag), 1)
   })
 })
 
