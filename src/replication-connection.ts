@@ -182,7 +182,7 @@ export class ReplicationConnection {
     return { filename: r.filename, content }
   }
 
-  /** Sends START_REPLICATION (`command` is the whole command) and streams into `sink` until the exchange ends. */
+  /** @internal Sends START_REPLICATION (`command` is the whole command) and streams into `sink` until the exchange ends. */
   startStream(command: string, sink: CopyBothSink): CopyBothExchange {
     const exchange = new CopyBothExchange(command, sink)
     this.#queries.lane.send(exchange, null)

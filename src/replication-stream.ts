@@ -99,6 +99,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
   /** Streams started so far (CopyBothResponse received). */
   private streams = 0
 
+  /** @internal Made by subscribe() and replicate(). */
   constructor(
     private readonly config: ConnectionConfig,
     private readonly catalog: TypeCatalog,
