@@ -256,7 +256,7 @@ export class Lane {
     }
   }
 
-  closedError(): Error {
+  private closedError(): Error {
     const e = this.closeError
     if (e === null) return new ConnectionError('PG_CONNECTION_ENDED', 'the client was ended')
     if (e instanceof ConnectionError) return new ConnectionError(e.code, e.message, { cause: e })

@@ -106,8 +106,12 @@ export class Pool extends Queryable {
 
   // --- connections --------------------------------------------------------------
 
-  /** A lane with the pool's settings; `orphans` set for the pool's own lanes, not for the listening one. */
-  #makeLane(listeners: Listeners | null, orphans?: (reqs: Request[], err: Error) => void, forward = false): Lane {
+  /**
+   * A lane with the pool's settings. The pool's own lanes hand their unsent
+   * requests back (`orphans`) and forward notices to the pool's listeners;
+   * the listening lane does neither, as a lone client.
+   */
+  #makeLane(listeners: Listeners | null, orphans?: (reqs: Request[], err: Error) => void, forwardNotices = false): Lane {
     const none = (): void => {}
     return new Lane({
       config: this.config,
@@ -121,7 +125,7 @@ export class Pool extends Queryable {
         notice: (n) =>
           safely(() => {
             this.#onNotice?.(n)
-            if (forward) this.#emitter.emit('notice', n)
+            if (forwardNotices) this.#emitter.emit('notice', n)
           }),
         notification: none,
         parameter: none,
@@ -134,8 +138,9 @@ export class Pool extends Queryable {
 
   #open(): PoolLane {
     const now = performance.now()
+    const lane = this.#makeLane(null, (reqs, err) => this.#orphaned(entry, reqs, err), true)
     const entry: PoolLane = {
-      lane: undefined as unknown as Lane,
+      lane,
       reserved: null,
       lastUsed: now,
       // Jitter, so that connections opened together are not all replaced together.
@@ -143,7 +148,6 @@ export class Pool extends Queryable {
       retiring: false,
       closing: false,
     }
-    ;(entry as { lane: Lane }).lane = this.#makeLane(null, (reqs, err) => this.#orphaned(entry, reqs, err), true)
     this.#lanes.push(entry)
     this.#startSweeper()
     return entry
