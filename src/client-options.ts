@@ -1,7 +1,8 @@
 import type { ConnectOptions } from './config/index.js'
 import { ArgumentError, type PgNotice } from './errors.js'
 import type { RowMode } from './query/extended-query.js'
-import { checkRowMode } from './queryable.js'
+import { checkRowMode, resolveLimits } from './queryable.js'
+import type { ResultLimits } from './query/extended-request.js'
 import type { TracingOptions } from './tracing.js'
 import type { TypeCatalog } from './types/catalog.js'
 import type { TypeOptions } from './types/codec.js'
@@ -41,15 +42,20 @@ export interface ClientOptions extends ConnectOptions, TracingOptions {
    * that convert values themselves, as pipegres/pg does with pg's parsers.
    */
   textResults?: boolean
+  /** Default maxRows of every query (see QueryOptions.maxRows); a query's own wins. */
+  maxRows?: number
+  /** Default maxBytes of every query (see QueryOptions.maxBytes); a query's own wins. */
+  maxBytes?: number
 }
 
-export const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes', 'queryTimeout', 'reconnectMaxDelay', 'maxPending', 'textResults', 'traceParameters'] as const
+export const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes', 'queryTimeout', 'reconnectMaxDelay', 'maxPending', 'textResults', 'traceParameters', 'maxRows', 'maxBytes'] as const
 
 export interface CheckedClientOptions {
   readonly rowMode: RowMode
   readonly reconnectMaxDelay: number
   readonly maxPending: number
   readonly customTypes: readonly CustomType[]
+  readonly limits: ResultLimits | undefined
 }
 
 /** Checks the settings in the order a Client always has; an ArgumentError names the first one wrong. */
@@ -66,7 +72,8 @@ export function checkClientOptions(opts: ClientOptions): CheckedClientOptions {
     throw new ArgumentError('maxPending must be a positive integer')
   }
   if (opts.customTypes !== undefined && !Array.isArray(opts.customTypes)) throw new ArgumentError('customTypes must be an array')
-  return { rowMode, reconnectMaxDelay: opts.reconnectMaxDelay ?? 5000, maxPending: opts.maxPending ?? Infinity, customTypes: opts.customTypes ?? [] }
+  const limits = resolveLimits(opts.maxRows, opts.maxBytes, undefined, '')
+  return { rowMode, reconnectMaxDelay: opts.reconnectMaxDelay ?? 5000, maxPending: opts.maxPending ?? Infinity, customTypes: opts.customTypes ?? [], limits }
 }
 
 /** registerType() of a Client or a Pool: the description is checked before the catalog takes it. */

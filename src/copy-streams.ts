@@ -3,7 +3,7 @@ import type { RequestContext } from './connection/request.js'
 import { AbortError, rejectionAtCaller } from './errors.js'
 import type { CopyResponse, FieldDescription } from './protocol/backend.js'
 import type { Writer } from './protocol/writer.js'
-import type { CopyIn, CopyOut, CopyOutSink } from './query/copy.js'
+import type { CopyIn, CopyOut } from './query/copy.js'
 
 /** What copyFrom(), copyFromRows() and copyTo() resolve with. */
 export interface CopyResult {
@@ -91,7 +91,7 @@ export class CopyInStream extends Writable {
  * server waits and memory stays flat. Destroying the stream early cancels the
  * COPY. Like CopyInStream, it fails with the error and rejects `result`.
  */
-export class CopyOutStream extends Readable implements CopyOutSink {
+export class CopyOutStream extends Readable {
   /** Settles once the COPY has completed on the server. */
   readonly result: Promise<CopyResult>
   /** Rows the server copied, once the COPY has completed. */
@@ -148,18 +148,21 @@ export class CopyOutStream extends Readable implements CopyOutSink {
     this.ctx?.resumeReading(this)
   }
 
-  // --- CopyOutSink ------------------------------------------------------------
+  // --- What the COPY request feeds in (see CopyOutSink) ----------------------
 
+  /** @internal */
   begin(response: CopyResponse, ctx: RequestContext): void {
     this.ctx = ctx
     this.format = response.format === 1 ? 'binary' : 'text'
   }
 
+  /** @internal */
   data(buf: Uint8Array, start: number, end: number): void {
     this.parts.push(buf.subarray(start, end))
     this.size += end - start
   }
 
+  /** @internal */
   chunkEnd(): void {
     if (this.size === 0) return
     const parts = this.parts
@@ -182,12 +185,15 @@ export class CopyOutStream extends Readable implements CopyOutSink {
     }
   }
 
+  /** @internal */
   end(): void {}
 
+  /** @internal */
   fields(): FieldDescription[] {
     return []
   }
 
+  /** @internal */
   settled(): void {
     this.parts = []
     this.size = 0

@@ -82,7 +82,7 @@ export class Pool extends Queryable {
     this.#onNotice = opts.onNotice
     this.#catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
     for (const t of this.#checked.customTypes) this.registerType(t)
-    this.#defaults = { rowMode: this.#checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true) }
+    this.#defaults = { rowMode: this.#checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true), limits: this.#checked.limits }
   }
 
   protected defaults(): QueryDefaults {

@@ -31,26 +31,27 @@ export interface Relation {
   columns: RelationColumn[]
 }
 
-interface Base {
+/** What every message of a WAL stream has: the position it was sent at. */
+export interface WalMessageBase {
   lsn: Lsn
 }
 
 /** Fields of changes: `xid` only inside a streamed transaction. */
-interface ChangeBase extends Base {
+export interface ChangeMessageBase extends WalMessageBase {
   relation: Relation
   schema: string
   table: string
   xid?: number
 }
 
-export interface BeginMessage extends Base {
+export interface BeginMessage extends WalMessageBase {
   type: 'begin'
   xid: number
   /** The commit record's LSN (pgoutput's "final LSN"). */
   commitLsn: Lsn
   commitTime: Date
 }
-export interface CommitMessage extends Base {
+export interface CommitMessage extends WalMessageBase {
   type: 'commit'
   xid: number
   commitLsn: Lsn
@@ -58,28 +59,28 @@ export interface CommitMessage extends Base {
   endLsn: Lsn
   commitTime: Date
 }
-export interface OriginMessage extends Base {
+export interface OriginMessage extends WalMessageBase {
   type: 'origin'
   originLsn: Lsn
   name: string
 }
-export interface RelationMessage extends Base {
+export interface RelationMessage extends WalMessageBase {
   type: 'relation'
   relation: Relation
   xid?: number
 }
-export interface TypeMessage extends Base {
+export interface TypeMessage extends WalMessageBase {
   type: 'type'
   oid: number
   schema: string
   name: string
   xid?: number
 }
-export interface InsertMessage extends ChangeBase {
+export interface InsertMessage extends ChangeMessageBase {
   type: 'insert'
   row: ChangeRow
 }
-export interface UpdateMessage extends ChangeBase {
+export interface UpdateMessage extends ChangeMessageBase {
   type: 'update'
   row: ChangeRow
   /** The whole old row (REPLICA IDENTITY FULL). */
@@ -87,12 +88,12 @@ export interface UpdateMessage extends ChangeBase {
   /** The old key columns, when the key changed (or under REPLICA IDENTITY USING INDEX / DEFAULT). */
   key?: ChangeRow
 }
-export interface DeleteMessage extends ChangeBase {
+export interface DeleteMessage extends ChangeMessageBase {
   type: 'delete'
   old?: ChangeRow
   key?: ChangeRow
 }
-export interface TruncateMessage extends Base {
+export interface TruncateMessage extends WalMessageBase {
   type: 'truncate'
   tables: { schema: string; table: string }[]
   relations: Relation[]
@@ -100,7 +101,7 @@ export interface TruncateMessage extends Base {
   restartIdentity: boolean
   xid?: number
 }
-export interface LogicalMessage extends Base {
+export interface LogicalMessage extends WalMessageBase {
   type: 'message'
   transactional: boolean
   messageLsn: Lsn
@@ -108,29 +109,29 @@ export interface LogicalMessage extends Base {
   content: Uint8Array
   xid?: number
 }
-export interface StreamStartMessage extends Base {
+export interface StreamStartMessage extends WalMessageBase {
   type: 'streamStart'
   xid: number
   first: boolean
 }
-export interface StreamStopMessage extends Base {
+export interface StreamStopMessage extends WalMessageBase {
   type: 'streamStop'
 }
-export interface StreamCommitMessage extends Base {
+export interface StreamCommitMessage extends WalMessageBase {
   type: 'streamCommit'
   xid: number
   commitLsn: Lsn
   endLsn: Lsn
   commitTime: Date
 }
-export interface StreamAbortMessage extends Base {
+export interface StreamAbortMessage extends WalMessageBase {
   type: 'streamAbort'
   xid: number
   subxid: number
   abortLsn?: Lsn
   abortTime?: Date
 }
-export interface BeginPrepareMessage extends Base {
+export interface BeginPrepareMessage extends WalMessageBase {
   type: 'beginPrepare'
   prepareLsn: Lsn
   endLsn: Lsn
@@ -138,7 +139,7 @@ export interface BeginPrepareMessage extends Base {
   xid: number
   gid: string
 }
-export interface PrepareMessage extends Base {
+export interface PrepareMessage extends WalMessageBase {
   type: 'prepare' | 'streamPrepare'
   prepareLsn: Lsn
   endLsn: Lsn
@@ -146,7 +147,7 @@ export interface PrepareMessage extends Base {
   xid: number
   gid: string
 }
-export interface CommitPreparedMessage extends Base {
+export interface CommitPreparedMessage extends WalMessageBase {
   type: 'commitPrepared'
   commitLsn: Lsn
   endLsn: Lsn
@@ -154,7 +155,7 @@ export interface CommitPreparedMessage extends Base {
   xid: number
   gid: string
 }
-export interface RollbackPreparedMessage extends Base {
+export interface RollbackPreparedMessage extends WalMessageBase {
   type: 'rollbackPrepared'
   prepareEndLsn: Lsn
   endLsn: Lsn

@@ -4,10 +4,10 @@
 
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { ArgumentError, PgError, ResultLimitError, type Client } from '../../src/index.js'
+import { ArgumentError, PgError, ResultLimitError, createPool, type Client } from '../../src/index.js'
 import { followerOutcome } from '../helpers/cancel-misfires.js'
 import { openClient } from '../helpers/client.js'
-import { getTestServer } from '../helpers/server.js'
+import { getTestServer, mainDatabase } from '../helpers/server.js'
 
 const server = await getTestServer()
 let db: Client
@@ -81,5 +81,23 @@ test('limits that are not positive whole numbers are refused by name', async () 
   for (const bad of [0, -1, 1.5, '10', Number.NaN, Infinity]) {
     await assert.rejects(db.query('SELECT 1', [], { maxRows: bad as number }), (e: unknown) => e instanceof ArgumentError && /maxRows must be a positive whole number/.test(e.message))
     await assert.rejects(db.query('SELECT 1', [], { maxBytes: bad as number }), (e: unknown) => e instanceof ArgumentError && /maxBytes/.test(e.message))
+  }
+})
+
+test('a client or pool sets limits for every query; a query sets its own over them', async () => {
+  const limited = await openClient({ maxRows: 5 })
+  const pool = createPool({ ...(await mainDatabase()).options, max: 2, maxBytes: 2000 })
+  try {
+    await assert.rejects(limited.query('SELECT generate_series(1, 6)'), isLimit('maxRows', 5, 6))
+    assert.equal((await limited.query('SELECT generate_series(1, 6)', [], { maxRows: 6 })).rows.length, 6)
+    // A transaction's queries take the client's limits.
+    await assert.rejects(limited.begin((tx) => tx.query('SELECT generate_series(1, 10)')), isLimit('maxRows', 5, 6))
+    assert.equal((await limited.query('SELECT generate_series(1, 5)')).rows.length, 5)
+    await assert.rejects(pool.query("SELECT repeat('x', 500) FROM generate_series(1, 10)"), (e: unknown) => e instanceof ResultLimitError && e.limit === 'maxBytes')
+    assert.equal((await pool.query("SELECT repeat('x', 500) FROM generate_series(1, 10)", [], { maxBytes: 100_000 })).rows.length, 10)
+    assert.throws(() => createPool({ maxRows: 0 }), (e: unknown) => e instanceof ArgumentError && /maxRows/.test(e.message))
+  } finally {
+    await limited.end()
+    await pool.end()
   }
 })

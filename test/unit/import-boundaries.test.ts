@@ -124,6 +124,51 @@ test('every import under src/ respects the layering', () => {
   assert.deepEqual(violations, [])
 })
 
+// Within a layer, files that must not reach into one another: each facade
+// reaches connections through the lane, never through another facade; the
+// routing policy and the backoff rules are pure; the request classes depend
+// on the exchange they share, never the other way round or on each other.
+const forbiddenFiles: Record<string, readonly string[]> = {
+  'client.ts': ['pool.ts', 'reserved-client.ts', 'pool-routing.ts', 'lane-queryable.ts'],
+  'pool.ts': ['client.ts'],
+  'reserved-client.ts': ['client.ts', 'pool.ts', 'client-lane.ts#runtime'],
+  'client-lane.ts': ['client.ts', 'pool.ts', 'reserved-client.ts', 'transaction.ts', 'pool-routing.ts'],
+  'pool-routing.ts': ['*#runtime'],
+  'lane-backoff.ts': ['client.ts', 'pool.ts', 'client-lane.ts'],
+  'transaction.ts': ['client.ts', 'pool.ts', 'reserved-client.ts', 'client-lane.ts'],
+  'query/extended-request.ts': ['query/extended-query.ts', 'query/consumer-request.ts', 'query/cursor-query.ts', 'query/raw-query.ts', 'query/describe-query.ts'],
+  'query/exchange.ts': ['query/extended-request.ts'],
+  'query/binder.ts': ['query/extended-request.ts', 'query/session.ts', 'query/statement-cache.ts'],
+  'query/extended-query.ts': ['query/consumer-request.ts', 'query/cursor-query.ts', 'query/raw-query.ts', 'query/describe-query.ts'],
+  'query/cursor-query.ts': ['query/raw-query.ts', 'query/extended-query.ts', 'query/describe-query.ts', 'query/cursor.ts#runtime'],
+  'query/raw-query.ts': ['query/cursor-query.ts', 'query/extended-query.ts', 'query/describe-query.ts', 'query/raw.ts#runtime'],
+  'query/describe-query.ts': ['query/cursor-query.ts', 'query/extended-query.ts', 'query/raw-query.ts', 'query/consumer-request.ts'],
+}
+
+/** `file#runtime` forbids only value imports of file (`import type` stays allowed); `*#runtime`, of any file. */
+function fileRuleBroken(rules: readonly string[], target: string, typeOnly: boolean): boolean {
+  return rules.some((r) => r === target || (!typeOnly && (r === `${target}#runtime` || r === '*#runtime')))
+}
+
+const typeOnlyPattern = /(?:^|\n)\s*(?:import|export)\s+type\s/
+
+test('files within a layer keep out of one another where the design says so', () => {
+  const violations: string[] = []
+  for (const [from, rules] of Object.entries(forbiddenFiles)) {
+    const file = join(src, from)
+    assert.ok(statSync(file).isFile(), `src/${from} exists`)
+    const text = readFileSync(file, 'utf8')
+    for (const m of text.matchAll(importPattern)) {
+      const spec = (m[1] ?? m[2])!
+      if (!spec.startsWith('.')) continue
+      const target = relative(src, resolve(dirname(file), spec.replace(/\.js$/, '.ts'))).split(sep).join('/')
+      if (fileRuleBroken(rules, target, typeOnlyPattern.test(m[0]))) violations.push(`src/${from} imports ${target}`)
+    }
+  }
+  assert.deepEqual(violations, [])
+  assert.ok(fileRuleBroken(['pool.ts'], 'pool.ts', true) && fileRuleBroken(['*#runtime'], 'x.ts', false) && !fileRuleBroken(['*#runtime'], 'x.ts', true))
+})
+
 test('the rule checker itself catches a forbidden edge', () => {
   // Guards against a pattern that silently matches nothing.
   const sample = "import { Client } from '../client.js'\nimport type { X } from './x.js'\nexport * from './y.js'\nconst m = await import('./z.js')"
