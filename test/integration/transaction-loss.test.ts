@@ -4,32 +4,15 @@
 
 import assert from 'node:assert/strict'
 import * as net from 'node:net'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import { Client, ConnectionError, TimeoutError, TransactionError } from '../../src/index.js'
 import { openClient, uniqueName } from '../helpers/client.js'
+import { txTable } from '../helpers/tx-table.js'
 import { adminQuery, mainDatabase } from '../helpers/server.js'
 
-let db: Client
-const t = uniqueName('tx_loss_rows')
-
-before(async () => {
-  db = await openClient()
-  await db.query(`CREATE TABLE ${t} (seq serial PRIMARY KEY, tag text NOT NULL, xid xid8 DEFAULT pg_current_xact_id())`)
-})
-after(async () => {
-  await db.query(`DROP TABLE IF EXISTS ${t}`)
-  await db.end()
-})
+const { committed, insert } = await txTable('tx_loss_rows')
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
-
-/** Rows with this tag, counted by the harness's own connection (committed data only). */
-async function committed(tag: string): Promise<number> {
-  const r = await adminQuery(`SELECT count(*) FROM ${t} WHERE tag = '${tag}'`)
-  return Number(r.rows[0]![0])
-}
-
-const insert = (q: { query: Client['query'] }, tag: string) => q.query(`INSERT INTO ${t} (tag) VALUES ($1)`, [tag])
 
 async function pidGone(pid: number): Promise<boolean> {
   for (let i = 0; i < 100; i++) {

@@ -4,33 +4,16 @@
 // that is over. Timeouts and connection loss: transaction-loss.test.ts.
 
 import assert from 'node:assert/strict'
-import { after, before, describe, mock, test } from 'node:test'
+import { describe, mock, test } from 'node:test'
 import { ArgumentError, Client, ConnectionError, PgError, TransactionError, type Transaction } from '../../src/index.js'
 import { openClient, uniqueName } from '../helpers/client.js'
+import { txTable } from '../helpers/tx-table.js'
 import { startProxy } from '../helpers/proxy.js'
 import { adminQuery, mainDatabase } from '../helpers/server.js'
 
-let db: Client
-const t = uniqueName('tx_rows')
-
-before(async () => {
-  db = await openClient()
-  await db.query(`CREATE TABLE ${t} (seq serial PRIMARY KEY, tag text NOT NULL, xid xid8 DEFAULT pg_current_xact_id())`)
-})
-after(async () => {
-  await db.query(`DROP TABLE IF EXISTS ${t}`)
-  await db.end()
-})
+const { db, t, committed, insert } = await txTable('tx_rows')
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
-
-/** Rows with this tag, counted by the harness's own connection (committed data only). */
-async function committed(tag: string): Promise<number> {
-  const r = await adminQuery(`SELECT count(*) FROM ${t} WHERE tag = '${tag}'`)
-  return Number(r.rows[0]![0])
-}
-
-const insert = (q: { query: Client['query'] }, tag: string) => q.query(`INSERT INTO ${t} (tag) VALUES ($1)`, [tag])
 
 describe('commit and rollback', () => {
   test('commit on success: begin() resolves with what the function returned; the data is visible after', async () => {
