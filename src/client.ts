@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events'
 import { Lane, safely } from './client-lane.js'
+import { exposeInternals } from './internals.js'
 import { checkClientOptions, clientKeys, registerCustomType, type ClientOptions } from './client-options.js'
 import { resolveConfig } from './config/index.js'
 import type { ConnectionConfig } from './config/types.js'
@@ -71,6 +72,7 @@ export class Client extends Queryable {
         close: (err) => this.#deliver('close', err),
       },
     })
+    exposeInternals(this, { emitter: this.#emitter, lanes: () => [this.#lane] })
   }
 
   protected defaults(): QueryDefaults {

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events'
 import { Lane, safely } from './client-lane.js'
+import { exposeInternals } from './internals.js'
 import type { Backoff } from './lane-backoff.js'
 import { checkClientOptions, clientKeys, registerCustomType, type CheckedClientOptions, type ClientOptions } from './client-options.js'
 import { resolveConfig } from './config/index.js'
@@ -83,6 +84,7 @@ export class Pool extends Queryable {
     this.#catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
     for (const t of this.#checked.customTypes) this.registerType(t)
     this.#defaults = { rowMode: this.#checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true), limits: this.#checked.limits }
+    exposeInternals(this, { emitter: this.#emitter, lanes: () => [...this.#lanes.map((l) => l.lane), ...(this.#notifier === null ? [] : [this.#notifier.lane])] })
   }
 
   protected defaults(): QueryDefaults {

@@ -12,6 +12,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { ArgumentError, Client, createPool, PgError, TimeoutError } from '../../src/index.js'
+import { internalsOf } from '../../src/internals.js'
 import { openClient } from '../helpers/client.js'
 import { assertCleanError, outcome, passwordsOf, settleAllWithin } from '../helpers/fault-checks.js'
 import { getTestServer, mainDatabase } from '../helpers/server.js'
@@ -116,7 +117,7 @@ describe('a million queries queued behind a server that stopped reading', () => 
       assert.equal(timeouts + strays.length + resolved, 0, 'nothing settles before its timeout')
       // Internals: how many went out before the socket backed up (pendingQueries counts both kinds).
       // Final once the timeouts fire: cancelling holds the writer.
-      const conn = (db as unknown as { conn: { inflightCount: number } }).conn
+      const conn = (internalsOf(db)!.lanes()[0] as unknown as { conn: { inflightCount: number } }).conn
       while (performance.now() < t0 + issuedMs + TIMEOUT) await new Promise((r) => setTimeout(r, 50))
       const written = conn.inflightCount
       assert.ok(written > 0 && written < MILLION / 2, `${written} written`)

@@ -8,7 +8,8 @@
 // PIPEGRES_FLOOD_URL (with PIPEGRES_FLOOD_SSLMODE if set); the queued-memory
 // scenario needs none (it runs against a stalled fake backend).
 
-import { connect, createPool, ConnectionError, type Client, type Pool } from '../../src/index.js'
+import { connect, createPool, ConnectionError, type Pool } from '../../src/index.js'
+import { internalsOf } from '../../src/internals.js'
 import { stalledServer } from './stalled-server.js'
 
 const gc = (globalThis as { gc?: () => void }).gc
@@ -103,11 +104,10 @@ function listenerCounts(pool: Pool): Record<string, number> {
     for (const e of em.eventNames()) out[`${prefix}.${String(e)}`] = em.listenerCount(e)
   }
   // Internals, read only to count listeners: a leak would show up here first.
-  const p = pool as unknown as { emitter: Emitterish; slots: { client: Client }[] }
+  const p = internalsOf(pool)!
   count('pool', p.emitter)
-  p.slots.forEach((slot, i) => {
-    const c = slot.client as unknown as { emitter: Emitterish; conn: { socket: Emitterish } | null }
-    count(`client${i}`, c.emitter)
+  p.lanes().forEach((lane, i) => {
+    const c = lane as unknown as { conn: { socket: Emitterish } | null }
     count(`socket${i}`, c.conn?.socket)
   })
   for (const e of ['exit', 'beforeExit', 'uncaughtException', 'unhandledRejection', 'warning'] as const) out[`process.${e}`] = process.listenerCount(e)
