@@ -1,6 +1,6 @@
 import type { CopyFormatOptions, CopyRow } from './copy/format.js'
 import { ArgumentError } from './errors.js'
-import type { ResultLimits } from './query/extended-request.js'
+import type { ResultLimits } from './query/exchange.js'
 import type { QueryRowMode, RowMode } from './query/result.js'
 import type { TraceBase } from './tracing.js'
 import type { TypeCatalog } from './types/catalog.js'

@@ -1,8 +1,8 @@
 import type { RequestContext } from '../connection/request.js'
 import { ProtocolError, type PgError, type PgErrorFields } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
-import { DISCARD, EXECUTING, Step, type Exchange } from './exchange.js'
-import { ExtendedRequest, type QuerySettings } from './extended-request.js'
+import { DISCARD, EXECUTING, Step, type Exchange, type QuerySettings } from './exchange.js'
+import { ExtendedRequest } from './extended-request.js'
 
 /**
  * A request whose rows go to a consumer as they arrive (stream(), cursor(),

@@ -3,11 +3,28 @@ import type { PgNotice } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import type { ColumnBuilder } from '../types/columns.js'
 import type { RowPlan } from '../types/row-plan.js'
+import type { TypeView } from '../types/view.js'
+import type { QueryRowMode } from './result.js'
 import type { AbortWatch } from './abort.js'
 import type { Statement } from './statement-cache.js'
 
 // The state an extended-protocol request keeps while it talks to the server,
 // shared by every way of consuming a result (see extended-request.ts).
+
+/** A query's options, resolved once: its own over its queryable's defaults. */
+export interface QuerySettings {
+  readonly rowMode: QueryRowMode
+  readonly prepare: boolean
+  readonly view: TypeView
+  /** maxRows and maxBytes, or undefined when the result may grow without bound. */
+  readonly limits?: ResultLimits | undefined
+}
+
+/** How large a result may grow before the query is cancelled (Infinity: no bound). */
+export interface ResultLimits {
+  readonly maxRows: number
+  readonly maxBytes: number
+}
 
 export const noFormats: number[] = []
 export const noFields: FieldDescription[] = []

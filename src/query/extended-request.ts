@@ -2,31 +2,16 @@ import { ArgumentError, ParameterError, PgError, ProtocolError, ResultLimitError
 import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
-import { writeBind, writeCopyFail, writeDescribe, writeExecuteSync, writeFlush, writeParse, writeSync } from '../protocol/frontend.js'
+import { writeBind, writeDescribe, writeExecuteSync, writeFlush, writeParse, writeSync } from '../protocol/frontend.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
-import type { TypeView } from '../types/view.js'
 import { SettlingRequest } from './settling-request.js'
 import { checkCount, checkText, needsTypes, presize, writeParam } from './binder.js'
-import { BIND_DEFERRED, CLOSING, DESCRIBING, DISCARD, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, REPARSE, Step, UNSYNCED } from './exchange.js'
-import { noNotices, parseCommandTag, type QueryRowMode, type Result } from './result.js'
+import { passedLimit, refuseCopy } from './exchange-rules.js'
+import { BIND_DEFERRED, CLOSING, DESCRIBING, DISCARD, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, REPARSE, Step, UNSYNCED, type QuerySettings, type ResultLimits } from './exchange.js'
+import { noNotices, parseCommandTag, type Result } from './result.js'
 import { sessionOf, type Session } from './session.js'
 import { cacheableText, makeShape, StatementFault, statementFailed, statementKey, StatementState } from './statement-cache.js'
-
-/** A query's options, resolved once: its own over its queryable's defaults. */
-export interface QuerySettings {
-  readonly rowMode: QueryRowMode
-  readonly prepare: boolean
-  readonly view: TypeView
-  /** maxRows and maxBytes, or undefined when the result may grow without bound. */
-  readonly limits?: ResultLimits | undefined
-}
-
-/** How large a result may grow before the query is cancelled (Infinity: no bound). */
-export interface ResultLimits {
-  readonly maxRows: number
-  readonly maxBytes: number
-}
 
 /** Sent again at most this often: a server that keeps losing statements gets its error reported. */
 const MAX_RESENDS = 3
@@ -104,10 +89,9 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
    * truncates a result silently.
    */
   protected withinLimits(x: Exchange, limits: ResultLimits, size: number): boolean {
-    const rows = ++x.received
-    const bytes = (x.receivedBytes += size)
-    if (rows <= limits.maxRows && bytes <= limits.maxBytes) return true
-    x.failure = rows > limits.maxRows ? new ResultLimitError('maxRows', limits.maxRows, rows) : new ResultLimitError('maxBytes', limits.maxBytes, bytes)
+    const passed = passedLimit(x, limits, size)
+    if (passed === null) return true
+    x.failure = passed
     x.rows = null
     this.flags |= DISCARD
     this.halt(x)
@@ -137,7 +121,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
 
   /** Abandoned while written: the server is asked to stop it. */
   protected override stop(x: Exchange): void {
-    x.ctx.requestCancel(this)
+    this.halt(x)
   }
 
   /** At ReadyForQuery: settles the promise with what was gathered. */
@@ -338,20 +322,11 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
         this.suspended(x)
         return false
       case Backend.CopyOutResponse:
-        if (x.step !== Step.Rows) this.violation(type)
-        x.step = Step.CopyOut
-        x.failure ??= new ProtocolError('COPY TO STDOUT cannot run through query(); its data was discarded')
-        return false
       case Backend.CopyData:
-        if (x.step !== Step.CopyOut) this.violation(type)
-        return false
       case Backend.CopyDone:
-        if (x.step !== Step.CopyOut) this.violation(type)
-        x.step = Step.CopyOutDone
-        return false
       case Backend.CopyInResponse:
-        if (x.step !== Step.Rows) this.violation(type)
-        return this.refuseCopyIn(x)
+        if (!refuseCopy(x, type)) this.violation(type)
+        return false
       case Backend.CloseComplete:
         if (x.step === Step.CursorClosing) x.step = Step.Complete
         else if (x.step !== Step.CloseComplete) this.violation(type)
@@ -366,8 +341,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
 
   /** See Request.notice: kept for the result. */
   notice(fields: PgErrorFields): void {
-    const x = this.x
-    if (x !== null) (x.notices ??= []).push(fields)
+    if (this.x !== null) (this.x.notices ??= []).push(fields)
   }
 
   /** BindComplete: the columns are known by now, unless the portal is described next. */
@@ -411,29 +385,6 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
       const shape = stmt.shape(this.settings.view, catalog)
       if (shape.unknown.length > 0) void this.session.lookupTypes(shape.unknown)
     }
-  }
-
-  /**
-   * COPY FROM STDIN belongs to copyFrom(), not query(). If nothing was written
-   * behind this query, CopyFail + Sync ends the copy cleanly (the server ignores
-   * the Sync we sent with Execute while in copy mode). If other requests were
-   * written already, the server has taken their messages as the copy's end and
-   * skipped them: the stream can no longer be matched to requests, so the
-   * connection is closed rather than risk a misattributed result.
-   */
-  private refuseCopyIn(x: Exchange): boolean {
-    const ctx = x.ctx
-    if (ctx.inflightBehind > 0) {
-      ctx.destroy(new ProtocolError('COPY FROM STDIN was started through query() while other queries were in flight; use copyFrom() for COPY FROM STDIN'))
-      return false
-    }
-    x.failure ??= new ProtocolError('COPY FROM STDIN cannot run through query(); use copyFrom()')
-    ctx.writeNow((w) => {
-      writeCopyFail(w, 'COPY FROM STDIN is not supported through query()')
-      writeSync(w)
-    })
-    x.step = Step.CopyInRefused
-    return false
   }
 
   error(fields: PgErrorFields): void {

@@ -6,7 +6,7 @@ import { ProtocolError } from '../errors.js'
 import type { Writer } from '../protocol/writer.js'
 import { ConsumerRequest } from './consumer-request.js'
 import { DISCARD, Step, type Exchange } from './exchange.js'
-import type { QuerySettings } from './extended-request.js'
+import type { QuerySettings } from './exchange.js'
 
 /** Where queryRaw() passes the server's messages, undecoded. */
 export interface MessageConsumer {

@@ -138,6 +138,7 @@ const forbiddenFiles: Record<string, readonly string[]> = {
   'transaction.ts': ['client.ts', 'pool.ts', 'reserved-client.ts', 'client-lane.ts'],
   'query/extended-request.ts': ['query/extended-query.ts', 'query/consumer-request.ts', 'query/cursor-query.ts', 'query/raw-query.ts', 'query/describe-query.ts'],
   'query/exchange.ts': ['query/extended-request.ts'],
+  'query/exchange-rules.ts': ['query/extended-request.ts'],
   'query/binder.ts': ['query/extended-request.ts', 'query/session.ts', 'query/statement-cache.ts'],
   'query/extended-query.ts': ['query/consumer-request.ts', 'query/cursor-query.ts', 'query/raw-query.ts', 'query/describe-query.ts'],
   'query/cursor-query.ts': ['query/raw-query.ts', 'query/extended-query.ts', 'query/describe-query.ts', 'query/cursor.ts#runtime'],
