@@ -7,6 +7,7 @@ import type { TypeView } from '../types/view.js'
 import type { QueryRowMode } from './result.js'
 import type { AbortWatch } from './abort.js'
 import type { Statement } from './statement-cache.js'
+import { Step } from './step.js'
 
 // The state an extended-protocol request keeps while it talks to the server,
 // shared by every way of consuming a result (see extended-request.ts).
@@ -54,36 +55,7 @@ export const CLOSING = 256
  */
 export const REPARSE = 512
 
-// Where an extended-protocol query is in its exchange. Each step accepts only
-// the replies the protocol allows next; anything else is a protocol violation.
-export const enum Step {
-  /** Waiting for ParseComplete. */
-  Parse,
-  /** Waiting for ParameterDescription (named statement being described). */
-  ParamDesc,
-  /** Waiting for RowDescription or NoData of the statement. */
-  StmtDesc,
-  /** Waiting for BindComplete. */
-  Bind,
-  /** Waiting for RowDescription or NoData of the portal (unnamed statements). */
-  PortalDesc,
-  /** DataRows, then CommandComplete or EmptyQueryResponse (or a COPY). */
-  Rows,
-  /** Inside a COPY TO STDOUT started by this query. */
-  CopyOut,
-  /** After CopyDone: CommandComplete comes next. */
-  CopyOutDone,
-  /** COPY FROM STDIN was refused with CopyFail; the server answers with an error. */
-  CopyInRefused,
-  /** A cursor closed early: what is left of its batch, then CloseComplete. */
-  CursorClosing,
-  /** Command complete (or failed): ReadyForQuery comes next. */
-  Complete,
-  /** Closing statements evicted from the cache: CloseComplete, then ReadyForQuery. */
-  CloseComplete,
-  CloseReady,
-  Done,
-}
+export { Step } from './step.js'
 
 /** What few requests need, kept out of the request itself (see ExtendedRequest). */
 export interface Extra {

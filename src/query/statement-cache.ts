@@ -6,7 +6,7 @@ import type { Writer } from '../protocol/writer.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import type { RowPlan } from '../types/row-plan.js'
 import type { TypeView } from '../types/view.js'
-import { Step } from './exchange.js'
+import { Step } from './step.js'
 
 export const enum StatementState {
   /** Parse has been written; its replies have not all arrived. */
