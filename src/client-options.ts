@@ -1,7 +1,7 @@
 import type { ConnectOptions } from './config/index.js'
 import { ArgumentError, type PgNotice } from './errors.js'
 import type { RowMode } from './query/extended-query.js'
-import { checkRowMode, resolveLimits } from './queryable.js'
+import { checkRowMode, resolveLimits } from './query-options.js'
 import type { ResultLimits } from './query/exchange.js'
 import type { TracingOptions } from './tracing.js'
 import type { TypeCatalog } from './types/catalog.js'

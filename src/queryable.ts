@@ -68,8 +68,6 @@ function arm(req: Pick<ExtendedRequest, 'abort' | 'watch'>, d: QueryDefaults, op
   else req.watch(signal, options?.timeout ?? d.queryTimeout)
 }
 
-const noValues: readonly unknown[] = []
-
 /** A stream or cursor: what it reads from, sent by `send` on its first read, or the error to report there. */
 interface Bindable<Q> {
   bind(req: Q | null, send: (req: Q) => void, error: Error | null): void
@@ -170,8 +168,7 @@ export abstract class Queryable {
     let req: DescribeQuery
     try {
       const d = this.defaults()
-      if (typeof text !== 'string') throw new ArgumentError(`query text must be a string, not ${text === null ? 'null' : typeof text}`)
-      req = new DescribeQuery(text, noValues, settingsOf(d, options, describeOptionKeys, 'describe'), null)
+      req = new DescribeQuery(text, checkQuery(text, undefined), settingsOf(d, options, describeOptionKeys, 'describe'), null)
       arm(req, d, options)
     } catch (err) {
       return Promise.reject(err as Error)

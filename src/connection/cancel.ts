@@ -103,14 +103,3 @@ export function openCancelChannel(config: ConnectionConfig, host: HostAddress, t
     abandon: finish,
   }
 }
-
-/** Opens a cancel connection and sends a CancelRequest on it. */
-export function sendCancelRequest(
-  config: ConnectionConfig,
-  host: HostAddress,
-  tls: TlsAttempt,
-  processId: number,
-  secretKey: Uint8Array,
-): Promise<void> {
-  return openCancelChannel(config, host, tls).send(processId, secretKey)
-}

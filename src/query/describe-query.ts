@@ -52,12 +52,6 @@ export class DescribeQuery extends ExtendedRequest<Description> {
     throw new ProtocolError('server sent rows for a statement that was only described')
   }
 
-  protected override finish(x: Exchange): void {
-    const lookup = x.typesLookup
-    if (lookup === null) return this.settle(x)
-    void lookup.then(() => this.settle(x))
-  }
-
   protected override outcome(x: Exchange): Description {
     return { parameters: x.paramTypes, fields: x.fields }
   }

@@ -6,7 +6,7 @@ import type { RowPlan } from '../types/row-plan.js'
 import type { TypeView } from '../types/view.js'
 import type { QueryRowMode } from './result.js'
 import type { AbortWatch } from './abort.js'
-import type { Statement } from './statement-cache.js'
+import type { Shape, Statement } from './statement-cache.js'
 import { Step } from './step.js'
 
 // The state an extended-protocol request keeps while it talks to the server,
@@ -105,4 +105,12 @@ export class Exchange {
   receivedBytes = 0
 
   constructor(readonly ctx: RequestContext) {}
+
+  /** Binds with `formats`, decoding rows by the shape's plan. */
+  useShape(formats: number[], shape: Shape): void {
+    this.formats = formats
+    this.plan = shape.plan
+    this.planVersion = shape.version
+    this.planUnknown = shape.unknown
+  }
 }

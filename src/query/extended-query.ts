@@ -67,12 +67,6 @@ export class ExtendedQuery extends ExtendedRequest {
     }
   }
 
-  protected override finish(x: Exchange): void {
-    const lookup = x.typesLookup
-    if (lookup === null) return this.settle(x)
-    void lookup.then(() => this.settleHeld(x))
-  }
-
   protected override outcome(x: Exchange): Result<unknown> {
     const result = super.outcome(x)
     if (this.settings.rowMode !== 'columns') return result
@@ -83,7 +77,7 @@ export class ExtendedQuery extends ExtendedRequest {
   }
 
   /** Decodes the rows held for a type lookup, now that the catalog knows what it could learn. */
-  private settleHeld(x: Exchange): void {
+  protected override settleAfterLookup(x: Exchange): void {
     const held = x.held!
     x.held = null
     try {

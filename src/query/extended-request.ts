@@ -124,8 +124,15 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     this.halt(x)
   }
 
-  /** At ReadyForQuery: settles the promise with what was gathered. */
+  /** At ReadyForQuery: settles the promise with what was gathered, once a type lookup it started is over. */
   protected finish(x: Exchange): void {
+    const lookup = x.typesLookup
+    if (lookup === null) this.settle(x)
+    else void lookup.then(() => this.settleAfterLookup(x))
+  }
+
+  /** The catalog knows what the lookup could learn. */
+  protected settleAfterLookup(x: Exchange): void {
     this.settle(x)
   }
 
@@ -164,10 +171,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
       const types = stmt.paramTypes!
       checkCount(this.values, types)
       const formats = this.resultFormats(stmt.fields!, shape.resultFormats)
-      x.formats = formats
-      x.plan = shape.plan
-      x.planVersion = shape.version
-      x.planUnknown = shape.unknown
+      x.useShape(formats, shape)
       presize(w, this.values)
       writeBind(w, '', stmt.name, this.values.length, (w, i) => writeParam(w, view, this.values, i, types[i]!), formats)
     } else if (this.describeFirst || needsTypes(this.values, stmt.declaredTypes)) {
@@ -244,10 +248,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
         writeBind(w, '', name, this.values.length, (w, i) => writeParam(w, view, this.values, i, paramTypes[i]!), formats)
         this.writeTail(w, ctx)
       })
-      x.formats = formats
-      x.plan = shape.plan
-      x.planVersion = shape.version
-      x.planUnknown = shape.unknown
+      x.useShape(formats, shape)
       x.step = reparse ? Step.Parse : Step.Bind
     } catch (err) {
       if (!(err instanceof ParameterError || err instanceof ArgumentError)) throw err
