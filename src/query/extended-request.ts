@@ -126,9 +126,8 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
 
   /** At ReadyForQuery: settles the promise with what was gathered, once a type lookup it started is over. */
   protected finish(x: Exchange): void {
-    const lookup = x.typesLookup
-    if (lookup === null) this.settle(x)
-    else void lookup.then(() => this.settleAfterLookup(x))
+    if (x.typesLookup === null) this.settle(x)
+    else void x.typesLookup.then(() => this.settleAfterLookup(x))
   }
 
   /** The catalog knows what the lookup could learn. */
