@@ -1,4 +1,5 @@
 import type { ConnectionConfig } from './config/types.js'
+import { queryLost } from './connection/closed-errors.js'
 import { openConnection } from './connection/connect.js'
 import type { Connection } from './connection/connection.js'
 import type { Request } from './connection/request.js'
@@ -56,7 +57,7 @@ export interface LaneSettings {
    * that never reached the server go back to it (to send on another lane)
    * instead of waiting for this lane to reconnect.
    */
-  readonly orphans?: (reqs: Request[], err: Error) => void
+  readonly orphans?: (reqs: Request[], err: Error, afterLoss: boolean) => void
 }
 
 /** Calls a user callback so that a throwing one cannot break the connection's reading loop. */
@@ -205,7 +206,7 @@ export class Lane {
     if (orphans !== undefined) {
       const mine = waiting.filter((req) => this.owners.get(req) === undefined)
       for (const req of waiting) if (this.owners.get(req) !== undefined) req.fail(err, false)
-      orphans(mine, err)
+      orphans(mine, err, false)
       return
     }
     for (const req of waiting) req.fail(err, false)
@@ -241,11 +242,11 @@ export class Lane {
     const again: Request[] = []
     for (const req of unsent) {
       const owner = this.owners.get(req)
-      if (owner !== undefined && owner === this.holder) req.fail(lost, false)
+      if (owner !== undefined && owner === this.holder) req.fail(queryLost(lost, false), false)
       else again.push(req)
     }
     if (this.settings.orphans !== undefined) {
-      this.settings.orphans(again, lost)
+      this.settings.orphans(again, lost, true)
       return
     }
     // A lane that only listens reconnects on its own: nothing else would

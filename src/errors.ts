@@ -37,7 +37,19 @@ export class PipegresError extends Error {
  * refused, reset, closed (by the server or the network), ended (by `end()`),
  * connect timeout, or TLS failure.
  */
-export class ConnectionError extends PipegresError {}
+export class ConnectionError extends PipegresError {
+  /**
+   * For a query that failed with its connection: true when it had been sent
+   * and the server may have run it (a write may have been applied), false when
+   * it provably never ran. Undefined for errors that are not about one query
+   * (a failed connect, a refused call).
+   */
+  readonly mayHaveRun: boolean | undefined
+  constructor(code: ClientErrorCode, message: string, options?: { cause?: unknown; mayHaveRun?: boolean }) {
+    super(code, message, options)
+    this.mayHaveRun = options?.mayHaveRun
+  }
+}
 
 /**
  * The server sent something the protocol does not allow at that point. The

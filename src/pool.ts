@@ -113,7 +113,7 @@ export class Pool extends Queryable {
    * requests back (`orphans`) and forward notices to the pool's listeners;
    * the listening lane does neither, as a lone client.
    */
-  #makeLane(listeners: Listeners | null, orphans?: (reqs: Request[], err: Error) => void, forwardNotices = false): Lane {
+  #makeLane(listeners: Listeners | null, orphans?: (reqs: Request[], err: Error, afterLoss: boolean) => void, forwardNotices = false): Lane {
     const none = (): void => {}
     return new Lane({
       config: this.config,
@@ -140,7 +140,7 @@ export class Pool extends Queryable {
 
   #open(): PoolLane {
     const now = performance.now()
-    const lane = this.#makeLane(null, (reqs, err) => this.#orphaned(entry, reqs, err), true)
+    const lane = this.#makeLane(null, (reqs, err, afterLoss) => this.#orphaned(entry, reqs, err, afterLoss), true)
     const entry: PoolLane = {
       lane,
       reserved: null,
@@ -155,14 +155,19 @@ export class Pool extends Queryable {
     return entry
   }
 
-  /** A connection broke or could not open: forget it, and send its unsent requests elsewhere. */
-  #orphaned(entry: PoolLane, reqs: Request[], err: Error): void {
+  /**
+   * A connection broke or could not open: forget it, and send its unsent
+   * requests elsewhere. Those of a lost connection always go on, to a new
+   * connection if need be (the shared backoff paces it): a server that was
+   * restarted or failed over takes them there. Those of a failed connect go
+   * only to a connection that works; retrying at once would fail the same way.
+   */
+  #orphaned(entry: PoolLane, reqs: Request[], err: Error, afterLoss: boolean): void {
     this.#remove(entry)
     entry.lane.destroy(err)
-    const healthy = this.#lanes.some((l) => l.lane.connected && !l.retiring && !l.closing)
+    const goOn = afterLoss || this.#lanes.some((l) => l.lane.connected && !l.retiring && !l.closing)
     for (const req of reqs) {
-      // Without a working connection left, retrying at once would only fail the same way.
-      if (healthy) this.dispatch(req)
+      if (goOn) this.dispatch(req)
       else req.fail(err, false)
     }
   }

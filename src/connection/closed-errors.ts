@@ -21,3 +21,15 @@ export function fatalError(fields: PgErrorFields, duringStartup: boolean): Error
   if (duringStartup) return pgErr
   return new ConnectionError('PG_CONNECTION_CLOSED', `server closed the connection: ${fields.message} (SQLSTATE ${fields.code})`, { cause: pgErr })
 }
+
+/**
+ * A connection's failure as one query sees it: whether the server may have
+ * run that query. One such error serves every query in the same situation.
+ * Errors other than ConnectionError (a protocol violation, the caller's own
+ * reason for destroy()) are passed on as they are.
+ */
+export function queryLost(err: Error, mayHaveRun: boolean): Error {
+  if (!(err instanceof ConnectionError) || err.mayHaveRun === mayHaveRun) return err
+  const note = mayHaveRun ? 'the query had been sent and may have run' : 'the query never ran'
+  return new ConnectionError(err.code, `${err.message} (${note})`, err.cause === undefined ? { mayHaveRun } : { cause: err.cause, mayHaveRun })
+}

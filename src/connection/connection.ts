@@ -11,7 +11,7 @@ import { Queue } from './queue.js'
 import type { Request, RequestContext } from './request.js'
 import { cancelTimeoutOf, openCancelChannel } from './cancel.js'
 import { CancelScheduler, type CancelHost } from './cancel-scheduler.js'
-import { closedError, fatalError } from './closed-errors.js'
+import { closedError, fatalError, queryLost } from './closed-errors.js'
 import type { ConnectionEvents } from './connection-events.js'
 import { Startup } from './startup.js'
 import { describeHost, socketError, type Transport } from './transport.js'
@@ -72,6 +72,8 @@ export class Connection implements MessageSink, RequestContext {
   private settleStartup!: (err: Error | null) => void
   private endPromise: Promise<void> | null = null
   private closeError: Error | null = null
+  /** The server ended the connection with a FATAL (or PANIC) ErrorResponse. */
+  private fatal = false
 
   /** Server settings reported by ParameterStatus, kept current. */
   readonly serverParameters: Record<string, string> = Object.create(null) as Record<string, string>
@@ -348,6 +350,7 @@ export class Connection implements MessageSink, RequestContext {
   private onError(fields: PgErrorFields): void {
     const sev = fields.severityNonLocalized ?? fields.severity
     if (sev === 'FATAL' || sev === 'PANIC') {
+      this.fatal = true
       this.destroy(fatalError(fields, this.startup !== null))
       return
     }
@@ -439,6 +442,7 @@ export class Connection implements MessageSink, RequestContext {
     const wasStartup = this.startup !== null
     this.state = State.Closed
     this.closeError = err
+    const again = this.fatal && !wasStartup ? this.notStarted() : []
     this.holders.clear()
     this.pausers.clear()
     this.canceller?.dispose()
@@ -446,15 +450,44 @@ export class Connection implements MessageSink, RequestContext {
     this.socket.destroy()
     // Writers waiting for a drain learn of the closing through their fail().
     this.drainWaiters = []
-    for (const req of this.inflight.drain()) req.fail(err, true)
-    const unsent = this.pending.drain().filter((r) => r.dropped !== true)
+    if (this.inflight.length > 0) {
+      const ran = queryLost(err, true)
+      // After a FATAL only the head can have run (see notStarted).
+      const behind = this.fatal ? queryLost(err, false) : ran
+      const inflight = this.inflight.drain()
+      for (let i = 0; i < inflight.length; i++) inflight[i]!.fail(i === 0 ? ran : behind, true)
+    }
+    const unsent = [...again, ...this.pending.drain().filter((r) => r.dropped !== true)]
     // A connection that never became ready reports through ready(), not as a close.
     if (wasStartup || this.events.close === undefined) {
-      const notSent = err instanceof ConnectionError ? err : new ConnectionError('PG_CONNECTION_CLOSED', `connection to ${this.where} failed: ${err.message}`, { cause: err })
+      const notSent = queryLost(err instanceof ConnectionError ? err : new ConnectionError('PG_CONNECTION_CLOSED', `connection to ${this.where} failed: ${err.message}`, { cause: err }), false)
       for (const req of unsent) req.fail(notSent, false)
       if (wasStartup) this.settleStartup(err)
       else this.events.close?.(err, [])
     } else this.events.close(err, unsent)
+  }
+
+  /**
+   * After a FATAL: the server was working on the request at the head, and
+   * ends the connection before reading on, so none of the requests pipelined
+   * behind it had started. Those that can be written again leave the in-flight
+   * queue, to go to another connection as if never sent. Inside a transaction
+   * block they stay and fail: they belonged to a transaction that is gone.
+   * A request holding the writer (one whose type lookup runs ahead of it) has
+   * seen replies already and stays too.
+   */
+  private notStarted(): Request[] {
+    const inflight = this.inflight
+    if (inflight.length < 2 || this.transactionStatus !== 'I') return []
+    const head = inflight.shift()!
+    const again: Request[] = []
+    const stay: Request[] = [head]
+    for (const req of inflight.drain()) {
+      if (!this.holders.has(req) && req.rewind?.() === true) again.push(req)
+      else stay.push(req)
+    }
+    for (const req of stay) inflight.push(req)
+    return again
   }
 
   private onSocketClose(): void {

@@ -29,6 +29,13 @@ export interface Request {
   notice?(fields: PgErrorFields): void
   /** The connection failed or closed: settle with `err`. `sent` tells whether the request had been written. */
   fail(err: Error, sent: boolean): void
+  /**
+   * The connection ended with a FATAL while an earlier request was running,
+   * so the server never started this one: make it ready to be written again,
+   * on another connection, as if it never had been. False when it cannot be
+   * (it is settled or aborted). Asked only of a request that has seen no reply.
+   */
+  rewind?(): boolean
   /** True once the request was abandoned before being written (aborted): it is skipped, not written. */
   readonly dropped?: boolean
   /**

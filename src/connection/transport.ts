@@ -52,7 +52,7 @@ const connectCodes: Record<string, 'PG_CONNECTION_REFUSED' | 'PG_CONNECTION_RESE
 }
 
 /** Turns a socket-level error into a ConnectionError that names the host. */
-export function socketError(err: unknown, where: string): ConnectionError {
+export function socketError(err: unknown, where: string): ConnectionError | ProtocolError {
   if (err instanceof ConnectionError || err instanceof ProtocolError) return err
   const e = err as NodeJS.ErrnoException
   const code = (e.code ? connectCodes[e.code] : undefined) ?? 'PG_CONNECTION_CLOSED'
@@ -87,7 +87,7 @@ function waitConnect(socket: net.Socket, event: 'connect' | 'secureConnect', whe
   })
 }
 
-function tlsError(err: unknown, where: string): ConnectionError {
+function tlsError(err: unknown, where: string): ConnectionError | ProtocolError {
   if (err instanceof ConnectionError) return err
   const e = err as NodeJS.ErrnoException
   if (e.code && connectCodes[e.code]) return socketError(err, where)

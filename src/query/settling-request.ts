@@ -53,6 +53,18 @@ export abstract class SettlingRequest<T> implements Abortable {
     return this.x !== null
   }
 
+  /**
+   * See Request.rewind: the connection asks only for a request that has seen
+   * no reply, so the exchange is simply forgotten (its statement belonged to
+   * the lost connection's cache, which goes with it).
+   */
+  rewind(): boolean {
+    if ((this.flags & SETTLED) !== 0 || this.abortError !== null) return false
+    this.x = null
+    this.flags = 0
+    return true
+  }
+
   /** Ties the request to an AbortSignal and/or a timeout (ms). */
   watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
     if (signal === undefined && timeout === undefined) return

@@ -88,6 +88,13 @@ export class SimpleQuery implements Request, Abortable {
     this.reject(abort ?? err)
   }
 
+  /** See Request.rewind. */
+  rewind(): boolean {
+    if (this.settled || this.abortError !== null) return false
+    this.ctx = null
+    return true
+  }
+
   encode(w: Writer, ctx: RequestContext): void {
     this.ctx = ctx
     this.session = ctx.attachment as Session

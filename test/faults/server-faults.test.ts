@@ -90,7 +90,7 @@ describe('pg_terminate_backend', () => {
     }
   })
 
-  test('with hundreds of INSERTs in flight: those in flight fail naming the FATAL error, none is re-sent, every one reported done is in the table once', async () => {
+  test('with hundreds of INSERTs in flight: the query the FATAL hit fails (it may have run), those behind it never started and are sent again, every one reported done is in the table once', async () => {
     const table = uniqueName('terminated_inserts')
     await other.query(`CREATE TABLE ${table} (v int NOT NULL)`)
     const db = await openClient()
@@ -105,12 +105,20 @@ describe('pg_terminate_backend', () => {
       const pid = db.processId
       assert.deepEqual(await settleAllWithin(done, HARD_LIMIT_MS, 'INSERTs before the sleep'), done.map((_, i) => ({ status: 'fulfilled', value: i })))
       await other.query('SELECT pg_terminate_backend($1)', [pid])
-      const failed = await settleAllWithin<Settled<unknown>>([sleep, ...inFlight], HARD_LIMIT_MS, 'queries in flight')
-      failed.forEach((s, i) => {
+      const slept = await settleWithin(sleep, HARD_LIMIT_MS, 'the sleep')
+      assert.equal(slept.status, 'fulfilled')
+      const hit = (slept as PromiseFulfilledResult<Settled<unknown>>).value
+      assert.equal(hit.status, 'rejected', 'the sleep resolved')
+      const hitErr = (hit as PromiseRejectedResult).reason as ConnectionError
+      assertFatal(hitErr, '57P01', 'the sleep')
+      assert.equal(hitErr.mayHaveRun, true)
+      assert.match(hitErr.message, /may have run/)
+      const behind = await settleAllWithin<Settled<unknown>>(inFlight, HARD_LIMIT_MS, 'queries behind the sleep')
+      behind.forEach((s, i) => {
         const o = (s as PromiseFulfilledResult<Settled<unknown>>).value
-        assert.equal(o.status, 'rejected', `query ${i} in flight resolved`)
-        assertFatal((o as PromiseRejectedResult).reason, '57P01', `query ${i} in flight`)
+        assert.deepEqual(o, { status: 'fulfilled', value: i % 3 === 0 ? 10_000 + i : 1000 + i }, `query ${i} behind the sleep`)
       })
+      assert.notEqual(db.processId, pid)
       // Issued after the loss: they go on a new connection.
       const later = await settleAllWithin(
         Array.from({ length: 100 }, (_, i) => insert(5000 + i)),
@@ -124,9 +132,9 @@ describe('pg_terminate_backend', () => {
       for (const [v, c] of counts) assert.equal(c, 1, `value ${v} is in the table ${c} times`)
       for (let i = 0; i < 200; i++) assert.equal(counts.get(i), 1, `reported INSERT ${i} is missing`)
       for (let i = 0; i < 100; i++) assert.equal(counts.get(5000 + i), 1, `reported INSERT ${5000 + i} is missing`)
-      // The ones behind the sleep never ran: the backend died first, and nothing sent them again.
-      for (let i = 0; i < 300; i++) if (i % 3 !== 0) assert.equal(counts.has(1000 + i), false, `failed INSERT ${1000 + i} ran`)
-      assert.equal(counts.size, 300)
+      // The ones behind the sleep ran once, on the new connection.
+      for (let i = 0; i < 300; i++) if (i % 3 !== 0) assert.equal(counts.get(1000 + i), 1, `re-sent INSERT ${1000 + i} is missing`)
+      assert.equal(counts.size, 500)
       await bothWork(db, 30)
     } finally {
       await db.end()
@@ -134,7 +142,7 @@ describe('pg_terminate_backend', () => {
     }
   })
 
-  test('under a steady stream of queries: each settles with its own value or the FATAL error, and the stream goes on', async () => {
+  test('under a steady stream of queries: each settles with its own value or the FATAL error, only the query the FATAL hit fails, and the stream goes on', async () => {
     const table = uniqueName('terminated_stream')
     await other.query(`CREATE TABLE ${table} (v int NOT NULL)`)
     const db = await openClient()
@@ -171,9 +179,11 @@ describe('pg_terminate_backend', () => {
         } else {
           lost++
           assertFatal(o.reason, '57P01', `INSERT ${issued[i]!.v}`)
+          assert.equal((o.reason as ConnectionError).mayHaveRun, true)
         }
       })
-      assert.ok(lost > 0, 'the termination hit queries in flight')
+      // The slow INSERT at the head; those behind it were sent again.
+      assert.equal(lost, 1, 'queries lost to the termination')
       assert.ok(ok.size > 0)
       const rows = (await other.query<{ v: number; c: string }>(`SELECT v, count(*)::text AS c FROM ${table} GROUP BY v`)).rows
       for (const r of rows) assert.equal(r.c, '1', `value ${r.v} is in the table ${r.c} times`)
@@ -205,8 +215,15 @@ test('a server restart with queries in flight: they fail naming the shutdown, qu
     failed.forEach((s, i) => {
       const o = (s as PromiseFulfilledResult<Settled<unknown>>).value
       assert.equal(o.status, 'rejected', `query ${i} in flight resolved`)
-      assertCleanError((o as PromiseRejectedResult).reason, restartPasswords, `query ${i}`)
-      assertFatal((o as PromiseRejectedResult).reason, '57P01', `query ${i} in flight`)
+      const reason = (o as PromiseRejectedResult).reason
+      assertCleanError(reason, restartPasswords, `query ${i}`)
+      if (i === 0) {
+        assertFatal(reason, '57P01', 'the query the shutdown hit')
+        assert.equal((reason as ConnectionError).mayHaveRun, true)
+      } else {
+        // Never started: sent again, to a server that is going or gone, so refused there.
+        assert.ok(!(reason instanceof ConnectionError && reason.mayHaveRun === true), `query ${i} behind: ${String(reason)}`)
+      }
     })
     // Down: a query fails at once (connection refused), it does not wait for the server.
     const down = await settleWithin(n(db, 1), HARD_LIMIT_MS, 'a query while the server is down')

@@ -203,7 +203,7 @@ const expectedClasses: Record<string, string[]> = {
     'serverParameters', 'subscribe', 'tls', 'transactionStatus',
   ],
   ConfigError: ['constructor', 'extends PipegresError', 'setting'],
-  ConnectionError: ['extends PipegresError'],
+  ConnectionError: ['constructor', 'extends PipegresError', 'mayHaveRun'],
   CopyInStream: [
     '_destroy', '_final', '_write', '_writev', 'extends Writable', 'result', 'rowCount',
   ],
