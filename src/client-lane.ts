@@ -35,6 +35,8 @@ export interface LaneEvents {
   notice(notice: PgNotice): void
   notification(notification: Notification): void
   parameter(name: string, value: string): void
+  /** A query failed with this SQLSTATE (the connection stays). */
+  queryError?(code: string): void
   /** The connection was lost (not by end() or destroy()). */
   disconnect(error: Error): void
   /** The lane was ended (`error` null) or destroyed and its connection, if any, is gone. */
@@ -136,6 +138,7 @@ export class Lane {
               events.notification(n)
             },
             parameterStatus: (k, v) => events.parameter(k, v),
+            queryError: (code) => events.queryError?.(code),
             close: (err, unsent) => this.onConnectionClosed(conn, err, unsent),
           })
         conn = await (active(connectChannel) ? traceConnect(this.config, open) : open())

@@ -1,9 +1,10 @@
 import type { Lane } from './client-lane.js'
+import type { HostState } from './pool-hosts.js'
 
 // Which connection of a pool a request goes to. The pool keeps its lanes and
-// their bookkeeping; the choice among them is a policy behind one interface,
-// so that routing by what a request needs (reads to standbys, failover to
-// another host) can replace or extend it without touching the pool.
+// their bookkeeping; the choice among them is a policy behind one interface:
+// least outstanding work on one server (here), or by role and staleness on
+// several (pool-cluster.ts).
 
 /** One connection of a pool, as the pool and its routing see it. */
 export interface PoolLane {
@@ -15,16 +16,22 @@ export interface PoolLane {
   /** Lifetime over: takes no new work, closes once idle. */
   retiring: boolean
   closing: boolean
+  /** The host it is bound to, in a pool on several hosts (null: the pool's settings choose). */
+  readonly host: HostState | null
 }
 
 /** What a request asks of its connection. */
 export interface RouteNeed {
   /** The caller takes the connection to itself (reserve(), begin(), a cursor). */
   readonly exclusive: boolean
+  /** Only reads: a standby may serve it. */
+  readonly readOnly: boolean
+  /** A standby must have replayed this WAL position (read your own writes); null: any. */
+  readonly after: bigint | null
 }
 
-/** A lane to use, 'open' for a new one, or 'wait' until one frees up. */
-export type RouteChoice = PoolLane | 'open' | 'wait'
+/** A lane to use, 'open' for a new one (to a given host), or 'wait' until one frees up or opens. */
+export type RouteChoice = PoolLane | 'open' | { readonly open: HostState } | 'wait'
 
 export interface PoolRouting {
   /**

@@ -2,15 +2,19 @@ import { EventEmitter } from 'node:events'
 import { Lane, safely } from './client-lane.js'
 import { exposeInternals } from './internals.js'
 import type { Backoff } from './lane-backoff.js'
-import { checkClientOptions, clientKeys, registerCustomType, type CheckedClientOptions, type ClientOptions } from './client-options.js'
+import { checkClientOptions, registerCustomType, type CheckedClientOptions } from './client-options.js'
 import { resolveConfig } from './config/index.js'
 import type { ConnectionConfig } from './config/types.js'
 import type { Request } from './connection/request.js'
 import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './errors.js'
 import { LaneQueryable } from './lane-queryable.js'
 import { Listeners, type Listener, type NotificationHandler } from './notify.js'
+import { clusterOf, type Cluster } from './pool-cluster.js'
+import { Lsn } from './replication/lsn.js'
+import { checkHost, singleHost, type HostInfo, type HostState } from './pool-hosts.js'
+import { checkReserveOptions, exclusive, nonNegative, plain, PoolQueue, poolKeys, sweep, type PoolEvents, type PoolOptions } from './pool-options.js'
 import { leastOutstanding, type PoolLane, type PoolRouting, type RouteNeed } from './pool-routing.js'
-import { checkTypeOptions, Queryable, type QueryDefaults } from './queryable.js'
+import { checkRoute, checkTypeOptions, Queryable, type QueryDefaults, type RouteOptions } from './queryable.js'
 import { ReservedClient, type Reservation } from './reserved-client.js'
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './subscription.js'
 import type { Transaction, TransactionOptions } from './transaction.js'
@@ -20,21 +24,7 @@ import { defaultTypeOptions } from './types/codec.js'
 import type { CustomType } from './types/custom.js'
 
 export { ReservedClient }
-
-export interface PoolOptions extends ClientOptions {
-  /** Most connections open at once (default 10). */
-  max?: number
-  /** Milliseconds a connection may stay unused before it is closed (default 30000; 0: never). */
-  idleTimeout?: number
-  /** Milliseconds after which a connection is replaced, give or take 10% (default 1800000; 0: never). */
-  maxLifetime?: number
-}
-
-const poolKeys = [...clientKeys, 'max', 'idleTimeout', 'maxLifetime'] as const
-
-export interface PoolEvents {
-  notice: [notice: PgNotice]
-}
+export type { PoolEvents, PoolOptions }
 
 /**
  * A pool of pipelined connections. Queries are spread over the connections by
@@ -52,11 +42,14 @@ export class Pool extends Queryable {
   readonly #onNotice: ((n: PgNotice) => void) | undefined
   readonly #catalog: TypeCatalog
   readonly #defaults: QueryDefaults
-  readonly #routing: PoolRouting = leastOutstanding
+  readonly #routing: PoolRouting
+  /** A pool on several hosts routes by role (see pool-cluster.ts); null on one. */
+  readonly #cluster: Cluster | null
   readonly #lanes: PoolLane[] = []
-  /** Requests waiting because every connection is reserved and the pool is full. */
-  #waiting: Request[] = []
-  #reserveWaiters: ((l: PoolLane | Error) => void)[] = []
+  /** Requests and reservations waiting for a connection: every one is reserved and the pool is full, or no host they may use is up yet. */
+  readonly #waiting = new PoolQueue()
+  /** What requests other than plain writes need, so that one sent again elsewhere keeps it. */
+  readonly #needs = new WeakMap<Request, RouteNeed>()
   /** The connection that listens: outside the pool's lanes, reconnecting and listening again by itself. */
   #notifier: { lane: Lane; listeners: Listeners } | null = null
   #sweeper: NodeJS.Timeout | null = null
@@ -79,6 +72,8 @@ export class Pool extends Queryable {
     this.max = max
     this.#idleTimeout = nonNegative(opts.idleTimeout, 30_000, 'idleTimeout')
     this.#maxLifetime = nonNegative(opts.maxLifetime, 1_800_000, 'maxLifetime')
+    this.#cluster = clusterOf(this.config, opts, this.#clusterOwner())
+    this.#routing = this.#cluster ?? leastOutstanding
     this.#checked = checkClientOptions(opts)
     this.#onNotice = opts.onNotice
     this.#catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
@@ -113,10 +108,12 @@ export class Pool extends Queryable {
    * requests back (`orphans`) and forward notices to the pool's listeners;
    * the listening lane does neither, as a lone client.
    */
-  #makeLane(listeners: Listeners | null, orphans?: (reqs: Request[], err: Error, afterLoss: boolean) => void, forwardNotices = false): Lane {
+  #makeLane(listeners: Listeners | null, own?: { host: HostState | null; entry: () => PoolLane }): Lane {
     const none = (): void => {}
+    const cluster = own?.host == null ? null : this.#cluster
+    const entry = own?.entry
     return new Lane({
-      config: this.config,
+      config: own?.host?.config ?? this.config,
       // A session of its own per connection, as a Client has.
       defaults: { ...this.#defaults, view: this.#catalog.view() },
       backoff: this.#backoff,
@@ -127,21 +124,24 @@ export class Pool extends Queryable {
         notice: (n) =>
           safely(() => {
             this.#onNotice?.(n)
-            if (forwardNotices) this.#emitter.emit('notice', n)
+            if (own !== undefined) this.#emitter.emit('notice', n)
           }),
         notification: none,
-        parameter: none,
+        parameter: cluster === null ? none : (name) => cluster.parameter(entry!(), name, entry!().lane.serverParameters),
+        queryError: cluster === null ? none : (code) => code === '25006' && cluster.readOnlyRefusal(entry!()),
         disconnect: none,
         close: none,
       },
-      ...(orphans !== undefined ? { orphans } : {}),
+      ...(entry !== undefined ? { orphans: (reqs: Request[], err: Error, afterLoss: boolean) => this.#orphaned(entry(), reqs, err, afterLoss) } : {}),
     })
   }
 
-  #open(): PoolLane {
+  /** A new connection: to the pool's hosts as its settings say, or to `host` for routing by role (opened at once, used once ready). */
+  #open(host: HostState | null): PoolLane {
     const now = performance.now()
-    const lane = this.#makeLane(null, (reqs, err, afterLoss) => this.#orphaned(entry, reqs, err, afterLoss), true)
+    const lane = this.#makeLane(null, { host, entry: () => entry })
     const entry: PoolLane = {
+      host,
       lane,
       reserved: null,
       lastUsed: now,
@@ -152,6 +152,14 @@ export class Pool extends Queryable {
     }
     this.#lanes.push(entry)
     this.#startSweeper()
+    if (host !== null) {
+      lane.connect().then(
+        () => this.#cluster!.connected(entry, lane.serverParameters),
+        () => {
+          // Reported through #orphaned, which forgets the lane.
+        },
+      )
+    }
     return entry
   }
 
@@ -165,9 +173,10 @@ export class Pool extends Queryable {
   #orphaned(entry: PoolLane, reqs: Request[], err: Error, afterLoss: boolean): void {
     this.#remove(entry)
     entry.lane.destroy(err)
+    if (entry.host !== null) afterLoss ? this.#cluster!.lost(entry.host) : this.#cluster!.failed(entry.host, err)
     const goOn = afterLoss || this.#lanes.some((l) => l.lane.connected && !l.retiring && !l.closing)
     for (const req of reqs) {
-      if (goOn) this.dispatch(req)
+      if (goOn) this.#send(req, this.#needs.get(req) ?? plain, performance.now())
       else req.fail(err, false)
     }
   }
@@ -177,30 +186,67 @@ export class Pool extends Queryable {
     if (i >= 0) this.#lanes.splice(i, 1)
   }
 
-  /** The routing's choice, with a new lane opened when it asks for one. */
+  /**
+   * The routing's choice, with a new lane opened when it asks for one. A lane
+   * opened to a given host is used once it is ready (the request waits meanwhile).
+   */
   #route(need: RouteNeed): PoolLane | undefined {
     const choice = this.#routing.choose(this.#lanes, need, this.#lanes.length < this.max)
-    if (choice === 'wait') return undefined
-    return choice === 'open' ? this.#open() : choice
+    if (choice === 'wait') {
+      // Nothing it may use is open or opening: learn the hosts' roles again.
+      this.#cluster?.discover()
+      return undefined
+    }
+    if (choice === 'open') return this.#open(null)
+    if ('open' in choice) {
+      this.#open(choice.open)
+      return undefined
+    }
+    return choice
   }
 
-  protected dispatch(req: Request): void {
+  #needOf(route: RouteOptions | undefined, isExclusive: boolean): RouteNeed {
+    return this.#cluster?.needOf(route, isExclusive) ?? (isExclusive ? exclusive : plain)
+  }
+
+  protected dispatch(req: Request, route?: RouteOptions): void {
     if (this.#ended !== null || this.#destroyed !== null) {
       req.fail(this.#closedError(), false)
       return
     }
-    const entry = this.#route(plain)
+    this.#send(req, this.#needOf(route, false), performance.now())
+  }
+
+  #send(req: Request, need: RouteNeed, since: number): void {
+    const entry = this.#route(need)
+    if (need !== plain) this.#needs.set(req, need)
     if (entry === undefined) {
-      this.#waiting.push(req)
+      this.#waiting.requests.push({ req, need, since })
       return
     }
     entry.lastUsed = performance.now()
     entry.lane.send(req, null)
   }
 
+  /** Hosts changed (a role learned, a connection ready, a backoff over): what waits tries again. */
+  #retry(): void {
+    this.#waiting.retry(
+      (w) => this.#send(w.req, w.need, w.since),
+      (need) => this.#route(need),
+      (need, waited) => this.#cluster!.expired(need, waited),
+    )
+  }
+
   /** A cursor gets a connection of its own, given back when it is done. */
-  protected override dispatchExclusive(req: Request & { readonly promise: Promise<unknown> }): void {
-    this.#reserve().then(
+  protected override dispatchExclusive(req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
+    let need: RouteNeed
+    try {
+      need = this.#needOf(route, true)
+    } catch (err) {
+      req.fail(err as Error, false)
+      return
+    }
+    this.#reserve(need).then(
       ({ reservation, client }) => {
         const done = (): void => void client.release()
         req.promise.then(done, done)
@@ -212,14 +258,22 @@ export class Pool extends Queryable {
 
   // --- reservations -----------------------------------------------------------
 
-  /** Hands out one connection exclusively until `release()`; waits if all are reserved and the pool is full. */
-  async reserve(): Promise<ReservedClient> {
-    return (await this.#reserve()).client
+  /**
+   * Hands out one connection exclusively until `release()`; waits if all are
+   * reserved and the pool is full. `{ readOnly: true }`: on several hosts, a
+   * standby's (see readOnly).
+   */
+  async reserve(options?: Pick<RouteOptions, 'readOnly'>): Promise<ReservedClient> {
+    if (options !== undefined) {
+      checkReserveOptions(options)
+      checkRoute(options)
+    }
+    return (await this.#reserve(this.#needOf(options, true))).client
   }
 
-  #reserve(): Promise<{ reservation: Reservation; client: ReservedClient }> {
+  #reserve(need: RouteNeed): Promise<{ reservation: Reservation; client: ReservedClient }> {
     const reserve = async (): Promise<{ reservation: Reservation; client: ReservedClient }> => {
-      const { entry, token } = await this.#reserveOne()
+      const { entry, token } = await this.#reserveOne(need)
       const reservation: Reservation = { lane: entry.lane, token, giveBack: () => this.#giveBack(entry, token) }
       return { reservation, client: new ReservedClient(reservation, this.#defaults) }
     }
@@ -227,11 +281,11 @@ export class Pool extends Queryable {
     return reserve()
   }
 
-  async #reserveOne(): Promise<{ entry: PoolLane; token: object }> {
+  async #reserveOne(need: RouteNeed): Promise<{ entry: PoolLane; token: object }> {
     const token = {}
     let entry: PoolLane
     try {
-      entry = await this.#reserveLane(token)
+      entry = await this.#reserveLane(token, need)
     } catch (err) {
       throw withCaller(err)
     }
@@ -248,18 +302,22 @@ export class Pool extends Queryable {
    * Picks the lane for a reservation and marks it reserved at once, so that
    * reservations asked for in the same tick never get the same lane.
    */
-  #reserveLane(token: object): Promise<PoolLane> {
+  #reserveLane(token: object, need: RouteNeed): Promise<PoolLane> {
     if (this.#ended !== null || this.#destroyed !== null) return Promise.reject(this.#closedError())
-    const chosen = this.#route(exclusive)
+    const chosen = this.#route(need)
     if (chosen !== undefined) {
       chosen.reserved = token
       return Promise.resolve(chosen)
     }
     return new Promise((resolve, reject) => {
-      this.#reserveWaiters.push((l) => {
-        if (l instanceof Error) return reject(l)
-        l.reserved = token
-        resolve(l)
+      this.#waiting.reservations.push({
+        need,
+        since: performance.now(),
+        give: (l) => {
+          if (l instanceof Error) return reject(l)
+          l.reserved = token
+          resolve(l)
+        },
       })
     })
   }
@@ -270,14 +328,13 @@ export class Pool extends Queryable {
     entry.lane.release(token)
     entry.reserved = null
     entry.lastUsed = performance.now()
-    const next = this.#reserveWaiters.shift()
+    if (this.#cluster !== null) return this.#retry()
+    const next = this.#waiting.reservations.shift()
     if (next !== undefined && !entry.closing) {
-      next(entry)
+      next.give(entry)
       return
     }
-    const waiting = this.#waiting
-    this.#waiting = []
-    for (const req of waiting) this.dispatch(req)
+    for (const w of this.#waiting.takeRequests()) this.#send(w.req, w.need, w.since)
   }
 
   /**
@@ -289,7 +346,7 @@ export class Pool extends Queryable {
   async begin<T>(a: TransactionOptions | ((tx: Transaction) => Promise<T>), b?: (tx: Transaction) => Promise<T>): Promise<T> {
     const [options, fn] = typeof a === 'function' ? [{}, a] : [a, b]
     if (typeof fn !== 'function') throw new ArgumentError('begin() needs a function to run in the transaction')
-    const reserved = await this.reserve()
+    const reserved = await this.reserve(options.readOnly === true ? { readOnly: true } : undefined)
     try {
       return await reserved.begin(options, fn)
     } finally {
@@ -335,20 +392,9 @@ export class Pool extends Queryable {
     const limits = [this.#idleTimeout, this.#maxLifetime].filter((t) => t > 0)
     if (limits.length === 0) return
     const every = Math.max(50, Math.min(1000, Math.min(...limits) / 4))
-    this.#sweeper = setInterval(() => this.#sweep(), every)
+    this.#sweeper = setInterval(() => sweep(this.#lanes, this.#idleTimeout, (l) => this.#close(l)), every)
     // Upkeep alone must not keep the process alive.
     this.#sweeper.unref()
-  }
-
-  /** Closes connections idle too long, and retires those past their lifetime. */
-  #sweep(): void {
-    const now = performance.now()
-    for (const l of [...this.#lanes]) {
-      if (l.reserved !== null || l.closing) continue
-      if (now >= l.expiresAt) l.retiring = true
-      const idle = l.lane.pendingQueries === 0
-      if (idle && (l.retiring || (this.#idleTimeout > 0 && now - l.lastUsed >= this.#idleTimeout))) this.#close(l)
-    }
   }
 
   #close(l: PoolLane): void {
@@ -366,8 +412,8 @@ export class Pool extends Queryable {
     if (this.#ended !== null) return this.#ended
     this.#ended = (async () => {
       if (this.#sweeper !== null) clearInterval(this.#sweeper)
-      for (const w of this.#reserveWaiters.splice(0)) w(this.#closedError())
-      for (const req of this.#waiting.splice(0)) req.fail(this.#closedError(), false)
+      this.#cluster?.stop()
+      this.#waiting.failAll(this.#closedError())
       const lanes = this.#lanes.map((l) => l.lane)
       if (this.#notifier !== null) lanes.push(this.#notifier.lane)
       await Promise.all(lanes.map((l) => l.end()))
@@ -381,10 +427,40 @@ export class Pool extends Queryable {
     const err = reason ?? new ConnectionError('PG_CONNECTION_ENDED', 'the pool was destroyed')
     this.#destroyed = err
     if (this.#sweeper !== null) clearInterval(this.#sweeper)
-    for (const w of this.#reserveWaiters.splice(0)) w(err)
-    for (const req of this.#waiting.splice(0)) req.fail(err, false)
+    this.#cluster?.stop()
+    this.#waiting.failAll(err)
     for (const l of this.#lanes.splice(0)) l.lane.destroy(err)
     this.#notifier?.lane.destroy(err)
+  }
+
+  /** The cluster's side of the pool: how it opens connections, checks hosts and reports. */
+  #clusterOwner(): ConstructorParameters<typeof Cluster>[2] {
+    return {
+      lanes: () => this.#lanes,
+      canOpen: () => this.#lanes.length < this.max && this.#ended === null && this.#destroyed === null,
+      open: (host) => this.#open(host),
+      check: (l) => checkHost(this.#defaults, l.lane),
+      retry: () => this.#retry(),
+      changed: (info, change) => safely(() => this.#emitter.emit('host', info, change)),
+    }
+  }
+
+  /**
+   * Each host: its role, connections, WAL position and lag, as last seen. A
+   * pool on one host reports that host, with the role its connections show.
+   */
+  get hosts(): HostInfo[] {
+    return this.#cluster?.info() ?? [singleHost(this.config.hosts[0]!, this.#lanes)]
+  }
+
+  /**
+   * The primary's current WAL position: every write that completed before
+   * this call is at or before it. Pass it as a read's `after` to read your
+   * own writes from a standby: `pool.query(sql, values, { readOnly: true, after: await pool.writeLsn() })`.
+   */
+  async writeLsn(): Promise<Lsn> {
+    const r = await this.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn', undefined, { readOnly: false })
+    return Lsn.from(r.rows[0]!.lsn)
   }
 
   /** Open (or opening) connections. */
@@ -404,17 +480,8 @@ export class Pool extends Queryable {
 
   /** Queries and reservations waiting for a connection. */
   get waitingCount(): number {
-    return this.#waiting.length + this.#reserveWaiters.length
+    return this.#waiting.count
   }
-}
-
-const plain: RouteNeed = { exclusive: false }
-const exclusive: RouteNeed = { exclusive: true }
-
-function nonNegative(v: number | undefined, dflt: number, name: string): number {
-  if (v === undefined) return dflt
-  if (typeof v !== 'number' || !(v >= 0)) throw new ArgumentError(`${name} must be a non-negative number of milliseconds`)
-  return v
 }
 
 /** Creates a pool (connections open when queries need them). */

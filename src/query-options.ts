@@ -1,5 +1,6 @@
 import type { CopyFormatOptions, CopyRow } from './copy/format.js'
 import { ArgumentError } from './errors.js'
+import { Lsn } from './replication/lsn.js'
 import type { ResultLimits } from './query/exchange.js'
 import type { QueryRowMode, RowMode } from './query/result.js'
 import type { TraceBase } from './tracing.js'
@@ -33,10 +34,23 @@ export interface QueryOptions {
   maxRows?: number
   /** Bytes of row data (DataRow messages as received) the result may have; past them, as for maxRows. */
   maxBytes?: number
+  /** A pool on several hosts sends it to a standby (see Pool). A client or transaction runs it where it is. */
+  readOnly?: boolean
+  /**
+   * With readOnly: only a standby that has replayed this WAL position (from
+   * `pool.writeLsn()`) may serve it; until one has, the primary does.
+   */
+  after?: string | Lsn
+}
+
+/** Where a pool sends a request: the routing options of every call. */
+export interface RouteOptions {
+  readOnly?: boolean
+  after?: string | Lsn
 }
 
 /** Options of describe(). */
-export interface DescribeOptions {
+export interface DescribeOptions extends RouteOptions {
   signal?: AbortSignal
   timeout?: number
 }
@@ -59,7 +73,7 @@ export interface CursorOptions extends RowQueryOptions {
 }
 
 /** Options of queryRaw(). */
-export interface RawOptions {
+export interface RawOptions extends RouteOptions {
   /**
    * 'binary' (default): columns of the types pipegres/wire decodes in binary
    * come in binary, the others in text. 'text': every column in text.
@@ -107,7 +121,7 @@ export interface CopyToRowsOptions extends CopyFormatOptions, CopyOptions {
 /** What copyFromRows() takes: arrays (a value per column) or objects (keyed by column name). */
 export type CopyRowSource = Iterable<CopyRow> | AsyncIterable<CopyRow>
 
-export interface SimpleQueryOptions {
+export interface SimpleQueryOptions extends RouteOptions {
   rowMode?: RowMode
   signal?: AbortSignal
   timeout?: number
@@ -174,12 +188,12 @@ export function checkQueryRowMode(rowMode: unknown): QueryRowMode {
 // The options each call takes. A misspelt option (`{ timout: 5 }`) would
 // otherwise be ignored without a word, and the query run without it.
 const keys = (...names: string[]): ReadonlySet<string> => new Set(names)
-export const queryOptionKeys = keys('rowMode', 'prepare', 'types', 'signal', 'timeout', 'maxRows', 'maxBytes')
+export const queryOptionKeys = keys('rowMode', 'prepare', 'types', 'signal', 'timeout', 'maxRows', 'maxBytes', 'readOnly', 'after')
 export const streamOptionKeys = keys(...queryOptionKeys, 'highWaterMark')
 export const cursorOptionKeys = keys(...queryOptionKeys, 'batchSize')
-export const describeOptionKeys = keys('signal', 'timeout')
-export const rawOptionKeys = keys('format', 'prepare', 'signal', 'timeout')
-export const simpleQueryOptionKeys = keys('rowMode', 'signal', 'timeout')
+export const describeOptionKeys = keys('signal', 'timeout', 'readOnly', 'after')
+export const rawOptionKeys = keys('format', 'prepare', 'signal', 'timeout', 'readOnly', 'after')
+export const simpleQueryOptionKeys = keys('rowMode', 'signal', 'timeout', 'readOnly', 'after')
 export const copyOptionKeys = keys('signal', 'timeout')
 const copyFormatKeys = ['format', 'delimiter', 'quote', 'escape']
 export const copyFromRowsOptionKeys = keys(...copyOptionKeys, ...copyFormatKeys, 'columns')
@@ -193,4 +207,10 @@ export function checkOptionKeys(options: object, known: ReadonlySet<string>, wha
       throw new ArgumentError(`unknown ${what} option "${k}" (${what} takes ${[...known].join(', ')})`)
     }
   }
+}
+
+/** Checks readOnly and after (a pool routes by them; elsewhere they change nothing, but a wrong one is still an error). */
+export function checkRoute(options: RouteOptions): void {
+  if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new ArgumentError('readOnly must be true or false')
+  if (options.after !== undefined) Lsn.from(options.after)
 }

@@ -25,7 +25,7 @@ import { declaredTypes } from './query/typed.js'
 import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
 
 export * from './query-options.js'
-import { checkOptionKeys, checkQueryRowMode, checkRowMode, resolveLimits, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, queryOptionKeys, rawOptionKeys, simpleQueryOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { checkRoute, checkOptionKeys, checkQueryRowMode, checkRowMode, resolveLimits, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, queryOptionKeys, rawOptionKeys, simpleQueryOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
 
 // What every object that runs queries shares (a client, a transaction, a
 // reserved pool connection, a pool): turning user calls into requests, with the
@@ -52,6 +52,7 @@ function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, known: 
   checkOptionKeys(options, known, what)
   checkSignal(options.signal)
   checkTimeout(options.timeout)
+  checkRoute(options)
   if (options.rowMode === undefined && options.prepare === undefined && options.types === undefined && options.maxRows === undefined && options.maxBytes === undefined) return d
   return {
     rowMode: options.rowMode === undefined ? d.rowMode : columns ? checkQueryRowMode(options.rowMode) : checkRowMode(options.rowMode),
@@ -86,7 +87,10 @@ export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, opti
 export function makeSimpleQuery(d: QueryDefaults, text: unknown, options: SimpleQueryOptions | undefined): SimpleQuery {
   if (typeof text !== 'string') throw new ArgumentError('query text must be a string')
   if (text.includes('\0')) throw new ArgumentError('query text cannot contain a NUL character')
-  if (options !== undefined) checkOptionKeys(options, simpleQueryOptionKeys, 'simpleQuery')
+  if (options !== undefined) {
+    checkOptionKeys(options, simpleQueryOptionKeys, 'simpleQuery')
+    checkRoute(options)
+  }
   const rowMode = options?.rowMode !== undefined ? checkRowMode(options.rowMode) : d.rowMode
   const signal = checkSignal(options?.signal)
   const timeout = options?.timeout !== undefined ? checkTimeout(options.timeout) : d.queryTimeout
@@ -103,20 +107,20 @@ export function makeSimpleQuery(d: QueryDefaults, text: unknown, options: Simple
 export abstract class Queryable {
   protected abstract defaults(): QueryDefaults
   /** Hands a request over; it settles itself. */
-  protected abstract dispatch(req: Request): void
+  protected abstract dispatch(req: Request, route?: RouteOptions): void
   /**
    * Hands over a request that keeps its connection to itself until it is done
    * (a cursor): a pool gives it a connection of its own.
    */
-  protected dispatchExclusive(req: Request & { readonly promise: Promise<unknown> }): void {
-    this.dispatch(req)
+  protected dispatchExclusive(req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
+    this.dispatch(req, route)
   }
 
   /** Sends a request whose promise the caller awaits, traced when anybody listens: returns that promise. */
-  private traced<T>(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request, promise: Promise<T>): Promise<T> {
+  private traced<T>(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request, promise: Promise<T>, route?: RouteOptions): Promise<T> {
     const base = this.defaults().trace
     const send = (): void => {
-      if (!req.dropped) this.dispatch(req)
+      if (!req.dropped) this.dispatch(req, route)
     }
     if (base !== undefined && active(queryChannel)) return traceQuery(base, kind, text, values, promise, send)
     send()
@@ -124,8 +128,8 @@ export abstract class Queryable {
   }
 
   /** Sends a request that keeps its connection (a stream, cursor or COPY), traced aside when anybody listens. */
-  private aside(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request & { readonly promise: Promise<unknown> }): void {
-    sendTraced(this.defaults().trace, kind, text, values, req.promise, () => this.dispatchExclusive(req))
+  private aside(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
+    sendTraced(this.defaults().trace, kind, text, values, req.promise, () => this.dispatchExclusive(req, route))
   }
 
   /**
@@ -154,8 +158,8 @@ export abstract class Queryable {
     } catch (err) {
       return Promise.reject(err as Error)
     }
-    if (active(queryChannel)) return this.traced('query', text, values, req, req.promise as Promise<Result<R>>)
-    if (!req.dropped) this.dispatch(req)
+    if (active(queryChannel)) return this.traced('query', text, values, req, req.promise as Promise<Result<R>>, options)
+    if (!req.dropped) this.dispatch(req, options)
     return req.promise as Promise<Result<R>>
   }
 
@@ -173,7 +177,7 @@ export abstract class Queryable {
     } catch (err) {
       return Promise.reject(err as Error)
     }
-    return this.traced('describe', text, undefined, req, req.promise)
+    return this.traced('describe', text, undefined, req, req.promise, options)
   }
 
   /**
@@ -241,7 +245,7 @@ export abstract class Queryable {
       const vals = checkQuery(text, values)
       const req = request(c, settingsOf(d, options, known, kind), vals)
       arm(req, d, options)
-      c.bind(req, (req) => this.aside(kind, text, values, req), null)
+      c.bind(req, (req) => this.aside(kind, text, values, req, options), null)
     } catch (err) {
       c.bind(null, noop, err as Error)
     }
@@ -279,7 +283,7 @@ export abstract class Queryable {
     }
     sink.attach(req)
     // The sink also waits on req.promise, which would hide the caller: see rejectionAtCaller.
-    return this.traced('raw', text, values, req, req.promise).then((r) => ({ command: r.command, rowCount: r.rowCount, bytes: sink.bytes }), rejectionAtCaller)
+    return this.traced('raw', text, values, req, req.promise, options).then((r) => ({ command: r.command, rowCount: r.rowCount, bytes: sink.bytes }), rejectionAtCaller)
   }
 
   /**
@@ -485,6 +489,6 @@ export abstract class Queryable {
     } catch (err) {
       return Promise.reject(err as Error)
     }
-    return this.traced('simple', text, undefined, req, req.promise as Promise<Result<R>[]>)
+    return this.traced('simple', text, undefined, req, req.promise as Promise<Result<R>[]>, options)
   }
 }

@@ -147,6 +147,7 @@ async function attempt(
     notice: (f) => events.notice?.(f),
     notification: (n) => events.notification?.(n),
     parameterStatus: (k, v) => events.parameterStatus?.(k, v),
+    queryError: (code) => events.queryError?.(code),
     // A failed attempt is not a closed connection as far as the owner knows.
     close: (err, unsent) => {
       if (ready) events.close?.(err, unsent)

@@ -7,6 +7,8 @@ export interface ConnectionEvents {
   notice?(fields: PgErrorFields): void
   notification?(n: Notification): void
   parameterStatus?(name: string, value: string): void
+  /** A query failed with this SQLSTATE (an ErrorResponse that does not end the connection). */
+  queryError?(code: string): void
   /**
    * The connection is gone. Requests that were in flight have been failed;
    * those never written are handed back in `unsent` for the owner to send

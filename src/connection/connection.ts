@@ -364,6 +364,7 @@ export class Connection implements MessageSink, RequestContext {
     }
     if (fields.code === SqlState.QueryCanceled && this.canceller?.isMisfire(head) === true) this.cancelMisfires++
     head.error(fields)
+    this.events.queryError?.(fields.code)
   }
 
   private startupComplete(startup: Startup, buf: Uint8Array, start: number): void {

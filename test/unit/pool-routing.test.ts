@@ -8,11 +8,11 @@ import { leastOutstanding, type PoolLane } from '../../src/pool-routing.js'
 // on ties).
 
 function lane(pending: number, extra: Partial<PoolLane> = {}): PoolLane {
-  return { lane: { pendingQueries: pending } as unknown as Lane, reserved: null, lastUsed: 0, expiresAt: Infinity, retiring: false, closing: false, ...extra }
+  return { lane: { pendingQueries: pending } as unknown as Lane, reserved: null, lastUsed: 0, expiresAt: Infinity, retiring: false, closing: false, host: null, ...extra }
 }
 
 for (const exclusive of [false, true]) {
-  const need = { exclusive }
+  const need = { exclusive, readOnly: false, after: null }
   const what = exclusive ? 'a reservation' : 'a query'
 
   test(`${what}: an idle lane is reused rather than opening another`, () => {
