@@ -125,6 +125,11 @@ let exitHookInstalled = false
 function emergencyStop(): void {
   for (const cluster of live) cluster.stopNow()
   live.clear()
+  for (const dir of templateDirs.splice(0)) {
+    try {
+      rmSync(dir, { recursive: true, force: true })
+    } catch {}
+  }
 }
 
 /**
@@ -168,6 +173,39 @@ function asEndPosition(lsn: string): bigint {
   return inPage === 24n || inPage === 40n ? value - inPage : value
 }
 
+const templates = new Map<string, Promise<string>>()
+const templateDirs: string[] = []
+
+/**
+ * A fresh initdb'd data directory with the harness's pg_hba.conf, to be copied
+ * (never started): made once per process and installation, because initdb is
+ * most of the time a cluster takes to start.
+ */
+function initdbTemplate(key: string, binDir: string, account: Account | undefined): Promise<string> {
+  let made = templates.get(key)
+  if (!made) {
+    made = (async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'pipegres-initdb-'))
+      templateDirs.push(dir)
+      if (account) await chmod(dir, 0o755) // the server's account reads it to copy it
+      const dataDir = join(dir, 'data')
+      if (account) {
+        await mkdir(dataDir, { mode: 0o700 })
+        await chown(dataDir, account.uid, account.gid)
+      }
+      const args = ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync']
+      await runCommand(join(binDir, 'initdb'), args, { account, cwd: dir, logFile: join(dir, 'initdb.log') })
+      // 'all' does not match replication connections: they need lines of their own.
+      const hba = ['local all all trust', 'local replication all trust', `host all all ${HOST}/32 trust`, `host replication all ${HOST}/32 trust`]
+      await writeFile(join(dataDir, 'pg_hba.conf'), `# Written by the pipegres cluster harness.\n${hba.join('\n')}\n`)
+      return dataDir
+    })()
+    templates.set(key, made)
+    made.catch(() => templates.delete(key))
+  }
+  return made
+}
+
 /** Starts a primary and `standbys` streaming standbys, all on 127.0.0.1; resolves when every standby streams. */
 export async function startCluster(opts: StartClusterOptions = {}): Promise<Cluster> {
   for (const owned of OWNED_SETTINGS) {
@@ -197,6 +235,7 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
 
 class ClusterImpl implements Cluster {
   readonly socketDir: string
+  binDir: string
   versionNum = 0
   private readonly states: NodeState[] = []
   // Kept off the node objects, which tests see and may print or compare.
@@ -209,12 +248,13 @@ class ClusterImpl implements Cluster {
   constructor(
     private readonly label: string,
     readonly version: number,
-    public binDir: string,
+    private readonly requestedBinDir: string,
     readonly baseDir: string,
     private readonly account: Account | undefined,
     private readonly settings: Record<string, string>,
   ) {
     this.socketDir = join(baseDir, 'sock')
+    this.binDir = requestedBinDir
   }
 
   get nodes(): readonly ClusterNode[] {
@@ -254,7 +294,7 @@ class ClusterImpl implements Cluster {
     }
   }
 
-  /** initdb, copies for the standbys, then the primary and (in parallel) the standbys. */
+  /** Copies of the initdb template for every node, standby.signal in the standbys', then every node started at once. */
   async build(standbyCount: number): Promise<void> {
     if (this.account) {
       await chmod(this.baseDir, 0o777) // the server's account must reach its data dirs and sockets
@@ -262,24 +302,24 @@ class ClusterImpl implements Cluster {
     }
     await mkdir(this.socketDir, { mode: 0o755 })
     if (this.account) await chown(this.socketDir, this.account.uid, this.account.gid)
+    const template = await initdbTemplate(this.requestedBinDir, this.binDir, this.account)
     const primary = this.addNode('primary', 'primary')
     this.current = primary
-    await runCommand(
-      join(this.binDir, 'initdb'),
-      ['-D', primary.dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync'],
-      { account: this.account, cwd: this.baseDir, logFile: join(this.baseDir, 'initdb.log') },
-    )
-    // 'all' does not match replication connections: they need lines of their own.
-    const hba = ['local all all trust', 'local replication all trust', `host all all ${HOST}/32 trust`, `host replication all ${HOST}/32 trust`]
-    await writeFile(join(primary.dataDir, 'pg_hba.conf'), `# Written by the pipegres cluster harness.\n${hba.join('\n')}\n`)
-    this.baseConf = await readFile(join(primary.dataDir, 'postgresql.conf'), 'utf8')
     const standbys = Array.from({ length: standbyCount }, (_, i) => this.addNode(`standby${i + 1}`, 'standby'))
     // Run as the server's account, so the copies belong to it with the same modes (cp -a keeps both).
-    await Promise.all(standbys.map((s) => runCommand('cp', ['-a', primary.dataDir, s.dataDir], { account: this.account, cwd: this.baseDir })))
+    const copy = (s: NodeState) => runCommand('cp', ['-a', template, s.dataDir], { account: this.account, cwd: this.baseDir })
+    await Promise.all(this.states.map(copy))
+    this.baseConf = await readFile(join(primary.dataDir, 'postgresql.conf'), 'utf8')
     await Promise.all(standbys.map((s) => this.writeStandbySignal(s)))
-    await this.firstStart(primary)
+    // All started together: a standby up before its primary retries after wal_retrieve_retry_interval.
+    primary.port = await freePort(false)
+    const port = primary.port
     for (const s of standbys) this.upstreams.set(s, primary)
-    await Promise.all(standbys.map((s) => this.firstStart(s)))
+    await Promise.all(this.states.map((s) => this.firstStart(s)))
+    if (primary.port !== port) {
+      // The port was taken before the primary bound it: the standbys look for it at the old one.
+      await Promise.all(standbys.map((s) => this.writeConf(s).then(() => this.query(s, 'SELECT pg_reload_conf()'))))
+    }
     await Promise.all(standbys.map((s) => this.waitStreaming(s, primary)))
     this.versionNum = Number((await this.query(primary, 'SHOW server_version_num')).rows[0]?.[0])
   }
@@ -466,7 +506,7 @@ class ClusterImpl implements Cluster {
   /** The first start picks the port; one free when chosen may be taken before the server binds it, then another is tried. */
   private async firstStart(state: NodeState): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      state.port = await freePort(false)
+      if (attempt > 1 || state.port === 0) state.port = await freePort(false)
       await this.writeConf(state)
       const outcome = await this.spawn(state)
       // With one listen address a failed bind stops the postmaster before it creates its unix socket.
