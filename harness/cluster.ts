@@ -3,22 +3,19 @@
 //
 //   const cluster = await startCluster({ binDir: process.env.PIPEGRES_TEST_PGBIN || undefined })
 //   const url = cluster.url(cluster.standbys, { target_session_attrs: 'standby' })
-//   ...
 //   await cluster.stop()
 //
-// How standbys are made, on every version: initdb leaves a cleanly shut down
-// data directory, and a copy of it is already a valid base backup (its last
-// checkpoint is a shutdown checkpoint, so a standby is consistent, and accepts
-// hot standby connections, as soon as it has read it). So the primary's
-// directory is copied before its first start, each copy gets standby.signal
-// and a primary_conninfo, and the standbys stream everything the primary
-// writes from then on. This needs neither pg_basebackup (absent from the
-// embedded PostgreSQL 18) nor a stop of the primary.
-//
-// Every postmaster is our own child (no pg_ctl), so its PID is known and stop()
-// and the process exit hook can always stop it. Authentication is trust for
-// every role on 127.0.0.1, replication included: these clusters are for
-// routing tests, not auth tests (harness/server.ts is for those).
+// How standbys are made, the same way on every version: initdb leaves a
+// cleanly shut down data directory, and a copy of it is already a valid base
+// backup (its last checkpoint is a shutdown checkpoint, so a standby is
+// consistent, and takes hot standby connections, as soon as it has read it).
+// Every node gets a copy before any starts; the standbys' get standby.signal
+// and a primary_conninfo, and stream everything the primary writes from then
+// on. No pg_basebackup (absent from the embedded PostgreSQL 18), no stop of
+// the primary, and one initdb per process however many clusters it starts.
+// Every postmaster is our own child (no pg_ctl), so the exit hook can always
+// stop it. Trust for every role on 127.0.0.1, replication included: these
+// clusters are for routing tests; harness/server.ts is for auth tests.
 
 import type { ChildProcess } from 'node:child_process'
 import { rmSync } from 'node:fs'
@@ -35,7 +32,7 @@ export type NodeRole = 'primary' | 'standby'
 /** 'fast': SIGINT, as `pg_ctl stop -m fast` (a primary writes a shutdown checkpoint and streams it first). 'immediate': SIGQUIT, a crash as far as the data is concerned. */
 export type StopMode = 'fast' | 'immediate'
 
-/** One server of the cluster. The cluster's methods change role and pid; the rest is fixed for the cluster's life. */
+/** One server of the cluster: only the cluster's methods change its role and pid. */
 export interface ClusterNode {
   /** 'primary', 'standby1', 'standby2', ...: the role it was started in, kept after a promotion. */
   readonly name: string
@@ -61,9 +58,8 @@ export interface StartClusterOptions {
 }
 
 export interface Cluster {
-  /** Major version, e.g. 18. */
+  /** Major version (e.g. 18) and server_version_num (e.g. 180004). */
   readonly version: number
-  /** server_version_num, e.g. 180001. */
   readonly versionNum: number
   readonly binDir: string
   /** The temp dir holding every node's data directory, log and the unix sockets; removed by stop(). */
@@ -77,11 +73,7 @@ export interface Cluster {
   readonly standbys: readonly ClusterNode[]
   /** A node by name; throws for an unknown name. */
   node(name: string): ClusterNode
-  /**
-   * A multi-host URL for the superuser `postgres` and database `postgres`,
-   * hosts in the order given (default: all nodes in start order), e.g.
-   * `postgres://postgres@127.0.0.1:5001,127.0.0.1:5002/postgres?target_session_attrs=standby`.
-   */
+  /** A URL for user and database `postgres`, hosts in the order given (default: all, in start order), params in the query string: `postgres://postgres@127.0.0.1:5001,127.0.0.1:5002/postgres?target_session_attrs=standby`. */
   url(nodes?: readonly ClusterNode[], params?: Record<string, string>): string
   /** Runs SQL as `postgres` over the node's unix socket with the harness's minimal client (text values). */
   query(node: ClusterNode, sql: string): Promise<BootstrapResult>
@@ -96,23 +88,19 @@ export interface Cluster {
   /** Points a standby at another upstream (typically a promoted standby) and waits until it streams from it. */
   follow(node: ClusterNode, upstream: ClusterNode): Promise<void>
   /**
-   * Turns a node (typically an old primary) into a standby of `upstream`
-   * (default: the current primary): stops it if it runs, adds standby.signal
-   * and primary_conninfo, starts it, waits until it streams. Works when the
-   * node's WAL is a prefix of the upstream's history, e.g. an old primary
-   * stopped 'fast' before its standby was promoted: recovery_target_timeline
-   * 'latest' lets it follow the new timeline. After an 'immediate' stop, or
-   * writes after the promotion, the histories have diverged: it would need
-   * pg_rewind, and this rejects naming the node's log.
+   * Makes a node (an old primary, say) a standby of `upstream` (default: the primary): stops it if it runs, adds
+   * standby.signal and primary_conninfo, starts it, waits until it streams. Works when the node's WAL is a prefix of
+   * the upstream's history, as for an old primary stopped 'fast' before its standby's promotion (recovery_target_timeline
+   * 'latest' follows the new timeline). After an 'immediate' stop its history may have diverged (that needs pg_rewind):
+   * then this rejects with the node's log.
    */
   rejoinAsStandby(node: ClusterNode, upstream?: ClusterNode): Promise<void>
   /** Stops every node and removes the temp dir; idempotent, and run on process exit if never called. */
   stop(): Promise<void>
 }
 
-const READY_TIMEOUT_MS = 60_000
-const STOP_TIMEOUT_MS = 30_000
-const WAIT_TIMEOUT_MS = 30_000
+// How long a start may take, a stop before SIGKILL, and any other wait (replay, streaming, promotion).
+const [READY_TIMEOUT_MS, STOP_TIMEOUT_MS, WAIT_TIMEOUT_MS] = [60_000, 30_000, 30_000]
 const HOST = '127.0.0.1'
 const OWNED_SETTINGS = ['port', 'unix_socket_directories', 'primary_conninfo', 'listen_addresses']
 
@@ -121,21 +109,20 @@ type NodeState = { -readonly [K in keyof ClusterNode]: ClusterNode[K] }
 const live = new Set<ClusterImpl>()
 let exitHookInstalled = false
 
+function quietly(fn: () => void): void {
+  try {
+    fn()
+  } catch {}
+}
+
 // Last resort when the process exits without stop(): only synchronous work is possible here.
 function emergencyStop(): void {
   for (const cluster of live) cluster.stopNow()
   live.clear()
-  for (const dir of templateDirs.splice(0)) {
-    try {
-      rmSync(dir, { recursive: true, force: true })
-    } catch {}
-  }
+  for (const dir of templateDirs.splice(0)) quietly(() => rmSync(dir, { recursive: true, force: true }))
 }
 
-/**
- * Stops every cluster when the process gets SIGINT, SIGTERM or SIGHUP, then lets
- * the signal do what it would have done (as stopAllOnSignals in harness/server.ts).
- */
+/** Stops every cluster on SIGINT, SIGTERM or SIGHUP, then lets the signal do what it would have (as stopAllOnSignals in server.ts). */
 export function stopClustersOnSignals(): void {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     const handler = () => {
@@ -159,14 +146,8 @@ export function lsnValue(lsn: string): bigint {
   return (BigInt(`0x${match[1]}`) << 32n) | BigInt(`0x${match[2]}`)
 }
 
-const lsnText = (value: bigint) => `${(value >> 32n).toString(16).toUpperCase()}/${(value & 0xffffffffn).toString(16).toUpperCase()}`
-
-/**
- * The insert LSN as an end-of-record position. pg_current_wal_insert_lsn() puts
- * a position at the very start of a page after the page header (24 bytes, 40 on
- * a segment's first page), while replay positions end at the page boundary:
- * without this, waiting for such an LSN would last until the next WAL record.
- */
+// An insert LSN as an end-of-record position: pg_current_wal_insert_lsn() puts a page's start after its header (24 bytes,
+// 40 on a segment's first page), replay positions stop at the boundary; waiting for the former would last until more WAL.
 function asEndPosition(lsn: string): bigint {
   const value = lsnValue(lsn)
   const inPage = value % 8192n
@@ -176,23 +157,15 @@ function asEndPosition(lsn: string): bigint {
 const templates = new Map<string, Promise<string>>()
 const templateDirs: string[] = []
 
-/**
- * A fresh initdb'd data directory with the harness's pg_hba.conf, to be copied
- * (never started): made once per process and installation, because initdb is
- * most of the time a cluster takes to start.
- */
+/** An initdb'd data directory with the harness's pg_hba.conf, to copy (never started); once per process and installation, as initdb takes most of a start. */
 function initdbTemplate(key: string, binDir: string, account: Account | undefined): Promise<string> {
   let made = templates.get(key)
   if (!made) {
     made = (async () => {
       const dir = await mkdtemp(join(tmpdir(), 'pipegres-initdb-'))
       templateDirs.push(dir)
-      if (account) await chmod(dir, 0o755) // the server's account reads it to copy it
+      if (account) await chown(dir, account.uid, account.gid) // initdb runs as the server's account
       const dataDir = join(dir, 'data')
-      if (account) {
-        await mkdir(dataDir, { mode: 0o700 })
-        await chown(dataDir, account.uid, account.gid)
-      }
       const args = ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync']
       await runCommand(join(binDir, 'initdb'), args, { account, cwd: dir, logFile: join(dir, 'initdb.log') })
       // 'all' does not match replication connections: they need lines of their own.
@@ -217,10 +190,8 @@ export async function startCluster(opts: StartClusterOptions = {}): Promise<Clus
   const { version } = await postgresVersion(requestedBin)
   const name = (opts.name ?? 'cluster').replace(/[^A-Za-z0-9_-]/g, '_')
   const baseDir = await mkdtemp(join(tmpdir(), `pipegres-${name}-`))
-  if (!exitHookInstalled) {
-    exitHookInstalled = true
-    process.on('exit', emergencyStop)
-  }
+  if (!exitHookInstalled) process.on('exit', emergencyStop)
+  exitHookInstalled = true
   // Registered before anything can fail, so every exit path removes the temp dir.
   const cluster = new ClusterImpl(name, version, requestedBin, baseDir, serverAccount(), opts.settings ?? {})
   live.add(cluster)
@@ -241,7 +212,7 @@ class ClusterImpl implements Cluster {
   // Kept off the node objects, which tests see and may print or compare.
   private readonly children = new Map<NodeState, ChildProcess>()
   private readonly upstreams = new Map<NodeState, NodeState>()
-  private current: NodeState | undefined
+  private current!: NodeState
   private baseConf = ''
   private stopping: Promise<void> | undefined
 
@@ -260,12 +231,9 @@ class ClusterImpl implements Cluster {
   get nodes(): readonly ClusterNode[] {
     return this.states
   }
-
   get primary(): ClusterNode {
-    if (!this.current) throw new Error('the cluster has no primary')
     return this.current
   }
-
   get standbys(): readonly ClusterNode[] {
     return this.states.filter((s) => s.role === 'standby')
   }
@@ -279,9 +247,7 @@ class ClusterImpl implements Cluster {
   url(nodes: readonly ClusterNode[] = this.states, params: Record<string, string> = {}): string {
     if (nodes.length === 0) throw new Error('url() needs at least one node')
     const hosts = nodes.map((n) => `${n.host}:${this.state(n).port}`).join(',')
-    const query = Object.entries(params)
-      .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
-      .join('&')
+    const query = Object.entries(params).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')
     return `postgres://postgres@${hosts}/postgres${query ? `?${query}` : ''}`
   }
 
@@ -312,14 +278,11 @@ class ClusterImpl implements Cluster {
     this.baseConf = await readFile(join(primary.dataDir, 'postgresql.conf'), 'utf8')
     await Promise.all(standbys.map((s) => this.writeStandbySignal(s)))
     // All started together: a standby up before its primary retries after wal_retrieve_retry_interval.
-    primary.port = await freePort(false)
-    const port = primary.port
+    const port = (primary.port = await freePort(false))
     for (const s of standbys) this.upstreams.set(s, primary)
-    await Promise.all(this.states.map((s) => this.firstStart(s)))
-    if (primary.port !== port) {
-      // The port was taken before the primary bound it: the standbys look for it at the old one.
-      await Promise.all(standbys.map((s) => this.writeConf(s).then(() => this.query(s, 'SELECT pg_reload_conf()'))))
-    }
+    await Promise.all(this.states.map((s) => this.launch(s, true)))
+    // The port was taken before the primary bound it: the standbys look for it at the old one.
+    if (primary.port !== port) await Promise.all(standbys.map((s) => this.writeConf(s).then(() => this.query(s, 'SELECT pg_reload_conf()'))))
     await Promise.all(standbys.map((s) => this.waitStreaming(s, primary)))
     this.versionNum = Number((await this.query(primary, 'SHOW server_version_num')).rows[0]?.[0])
   }
@@ -343,8 +306,7 @@ class ClusterImpl implements Cluster {
   async startNode(node: ClusterNode): Promise<void> {
     const state = this.state(node)
     if (this.children.has(state)) throw new Error(`${state.name} is running (pid ${state.pid})`)
-    const outcome = await this.spawn(state)
-    if (outcome !== 'ready') await this.failStart(state, outcome)
+    await this.launch(state, false)
   }
 
   async promote(node: ClusterNode): Promise<void> {
@@ -359,9 +321,12 @@ class ClusterImpl implements Cluster {
 
   async waitForReplay(node: ClusterNode, lsn?: string): Promise<string> {
     const state = this.running(node)
-    const target = lsn === undefined ? asEndPosition(await this.insertLsn()) : lsnValue(lsn)
+    const primary = this.running(this.primary)
+    if (state === primary) throw new Error(`${state.name} is the primary: it replays nothing`)
+    const wanted = lsn ?? (await this.query(primary, 'SELECT pg_current_wal_insert_lsn()')).rows[0]?.[0] ?? ''
+    const target = lsn === undefined ? asEndPosition(wanted) : lsnValue(wanted)
     let replayed = ''
-    await this.until(`${state.name} replays ${lsnText(target)}`, state, async () => {
+    await this.until(`${state.name} replays ${wanted}`, state, async () => {
       replayed = (await this.query(state, 'SELECT pg_last_wal_replay_lsn()')).rows[0]?.[0] ?? ''
       return replayed !== '' && lsnValue(replayed) >= target
     })
@@ -406,77 +371,37 @@ class ClusterImpl implements Cluster {
     for (const child of this.children.values()) {
       const pid = child.pid
       if (pid === undefined || child.exitCode !== null || child.signalCode !== null) continue
-      try {
-        process.kill(pid, 'SIGQUIT')
-      } catch {}
+      quietly(() => process.kill(pid, 'SIGQUIT'))
       for (let waited = 0; waited < 3000 && isAlive(pid); waited += 20) sleepSync(20)
-      if (isAlive(pid)) {
-        try {
-          process.kill(pid, 'SIGKILL')
-        } catch {}
-      }
+      if (isAlive(pid)) quietly(() => process.kill(pid, 'SIGKILL'))
     }
-    try {
-      rmSync(this.baseDir, { recursive: true, force: true })
-    } catch {}
+    quietly(() => rmSync(this.baseDir, { recursive: true, force: true }))
   }
 
   private addNode(name: string, role: NodeRole): NodeState {
-    const state: NodeState = {
-      name,
-      role,
-      host: HOST,
-      port: 0,
-      dataDir: join(this.baseDir, name),
-      logFile: join(this.baseDir, `${name}.log`),
-      pid: undefined,
-    }
+    const state: NodeState = { name, role, host: HOST, port: 0, dataDir: join(this.baseDir, name), logFile: join(this.baseDir, `${name}.log`), pid: undefined }
     this.states.push(state)
     return state
   }
-
   private state(node: ClusterNode): NodeState {
-    const state = this.states.find((s) => s === node)
-    if (!state) throw new Error(`${node.name} is not a node of this cluster`)
-    return state
+    if (!this.states.includes(node as NodeState)) throw new Error(`${node.name} is not a node of this cluster`)
+    return node as NodeState
   }
-
   private running(node: ClusterNode): NodeState {
     const state = this.state(node)
     if (!this.children.has(state)) throw new Error(`${state.name} is stopped`)
     return state
   }
-
-  private socket(state: NodeState): { path: string } {
-    return { path: join(this.socketDir, `.s.PGSQL.${state.port}`) }
-  }
-
-  private async insertLsn(): Promise<string> {
-    const primary = this.running(this.primary)
-    const lsn = (await this.query(primary, 'SELECT pg_current_wal_insert_lsn()')).rows[0]?.[0]
-    if (!lsn) throw new Error(`no insert LSN from ${primary.name}`)
-    return lsn
-  }
+  private socket = (state: NodeState) => ({ path: join(this.socketDir, `.s.PGSQL.${state.port}`) })
 
   private conf(state: NodeState): Record<string, string> {
     const conf: Record<string, string> = {
-      listen_addresses: HOST,
-      unix_socket_directories: this.socketDir,
-      fsync: 'off',
-      synchronous_commit: 'off',
-      full_page_writes: 'off',
-      shared_buffers: '32MB',
-      max_connections: '100',
-      logging_collector: 'off',
-      log_destination: 'stderr',
-      log_line_prefix: '%m [%p] %q%u@%d ',
-      wal_level: 'replica',
-      max_wal_senders: '10',
-      max_replication_slots: '10',
-      // No replication slots (a copied data dir would carry the primary's): this keeps enough WAL for a standby stopped for a while.
+      ...{ listen_addresses: HOST, unix_socket_directories: this.socketDir, max_connections: '100', shared_buffers: '32MB' },
+      ...{ fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' },
+      ...{ logging_collector: 'off', log_destination: 'stderr', log_line_prefix: '%m [%p] %q%u@%d ' },
+      ...{ wal_level: 'replica', max_wal_senders: '10', max_replication_slots: '10', hot_standby: 'on', hot_standby_feedback: 'on' },
+      // No replication slots (one left behind by a failover test would pin WAL forever): this keeps enough for a standby stopped a while.
       wal_keep_size: '256MB',
-      hot_standby: 'on',
-      hot_standby_feedback: 'on',
       wal_receiver_status_interval: '1s',
       // A standby whose upstream restarts or changes reconnects within moments instead of 5 s.
       wal_retrieve_retry_interval: '200ms',
@@ -503,24 +428,22 @@ class ClusterImpl implements Cluster {
     if (this.account) await chown(file, this.account.uid, this.account.gid)
   }
 
-  /** The first start picks the port; one free when chosen may be taken before the server binds it, then another is tried. */
-  private async firstStart(state: NodeState): Promise<void> {
+  /** Starts the postmaster. The first start (pickPort) chooses the port: a free one may be taken before the server binds it, then another. */
+  private async launch(state: NodeState, pickPort: boolean): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      if (attempt > 1 || state.port === 0) state.port = await freePort(false)
-      await this.writeConf(state)
+      if (pickPort && (attempt > 1 || state.port === 0)) state.port = await freePort(false)
+      if (pickPort) await this.writeConf(state)
       const outcome = await this.spawn(state)
-      // With one listen address a failed bind stops the postmaster before it creates its unix socket.
       if (outcome === 'ready') return
-      if (!/could not bind/i.test(logTail(state.logFile, 1000)) || attempt >= 5) await this.failStart(state, outcome)
       await this.stopNode(state, 'immediate')
-      await rm(state.logFile, { force: true })
+      // With one listen address a failed bind stops the postmaster before it creates its unix socket.
+      const bindFailed = /could not bind/i.test(logTail(state.logFile, 1000))
+      if (pickPort && bindFailed && attempt < 5) await rm(state.logFile, { force: true })
+      else {
+        const why = outcome === 'timeout' ? `did not accept connections within ${READY_TIMEOUT_MS / 1000} s` : 'exited while starting'
+        throw new Error(`${state.name} (PostgreSQL ${this.version}, port ${state.port}) ${why}; end of its log:\n${logTail(state.logFile)}`)
+      }
     }
-  }
-
-  private async failStart(state: NodeState, outcome: 'exited' | 'timeout'): Promise<never> {
-    await this.stopNode(state, 'immediate')
-    const why = outcome === 'timeout' ? `did not accept connections within ${READY_TIMEOUT_MS / 1000} s` : 'exited while starting'
-    throw new Error(`${state.name} (PostgreSQL ${this.version}, port ${state.port}) ${why}; end of its log:\n${logTail(state.logFile)}`)
   }
 
   /** Starts the postmaster and polls its socket until a login succeeds (a standby: once it is consistent). */
@@ -529,11 +452,7 @@ class ClusterImpl implements Cluster {
     this.children.set(state, child)
     state.pid = child.pid
     // A postmaster that dies on its own (a failed start, a crash) counts as stopped.
-    child.once('exit', () => {
-      if (this.children.get(state) !== child) return
-      this.children.delete(state)
-      state.pid = undefined
-    })
+    child.once('exit', () => void (this.children.get(state) === child && this.children.delete(state) && (state.pid = undefined)))
     const deadline = Date.now() + READY_TIMEOUT_MS
     child.ref() // keep the process alive while we wait, even with nothing else scheduled
     try {
