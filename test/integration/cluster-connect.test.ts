@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { inspect } from 'node:util'
 import { connect, ConnectionError, type TargetSessionAttrs } from '../../src/index.js'
-import { connectError, isolateEnvironment } from '../helpers/connect.js'
+import { closedPort, connectError, isolateEnvironment } from '../helpers/connect.js'
 import { landing, useCluster, whereIs, type Cluster, type ClusterNode } from '../helpers/cluster.js'
 
 await isolateEnvironment('cluster')
@@ -223,6 +223,15 @@ describe('stopped nodes', () => {
     }
     assert.equal((await landing(c, c.url(c.nodes, { target_session_attrs: 'read-write' }))).node.name, 'primary')
   })
+})
+
+// prefer-standby's second pass tries every host again (as libpq does), and each
+// failure is counted as a host of its own.
+test('prefer-standby with no host reachable: the error counts each host once', { todo: 'says "any of 4 hosts" for a list of 2, each named twice' }, async () => {
+  const ports = [await closedPort(), await closedPort()]
+  const err = await connectError(`postgres://postgres@127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}/postgres?target_session_attrs=prefer-standby`)
+  assert.ok(err instanceof ConnectionError, inspect(err))
+  assert.match(err.message, /could not connect to any of 2 hosts/)
 })
 
 // Last: it changes the cluster's topology for good.
