@@ -91,8 +91,8 @@ export interface Cluster {
    * Makes a node (an old primary, say) a standby of `upstream` (default: the primary): stops it if it runs, adds
    * standby.signal and primary_conninfo, starts it, waits until it streams. Works when the node's WAL is a prefix of
    * the upstream's history, as for an old primary stopped 'fast' before its standby's promotion (recovery_target_timeline
-   * 'latest' follows the new timeline). After an 'immediate' stop its history may have diverged (that needs pg_rewind):
-   * then this rejects with the node's log.
+   * 'latest' follows the new timeline). After writes past the fork point (an 'immediate' stop may lose some) it would
+   * need pg_rewind: then this rejects after 30 s naming the divergence, and the node runs on as a standby that cannot stream.
    */
   rejoinAsStandby(node: ClusterNode, upstream?: ClusterNode): Promise<void>
   /** Stops every node and removes the temp dir; idempotent, and run on process exit if never called. */
@@ -115,7 +115,7 @@ function quietly(fn: () => void): void {
   } catch {}
 }
 
-// Last resort when the process exits without stop(): only synchronous work is possible here.
+// Last resort when the process exits without stop() (synchronous work only): SIGQUIT, and the temp dirs removed.
 function emergencyStop(): void {
   for (const cluster of live) cluster.stopNow()
   live.clear()
@@ -132,11 +132,6 @@ export function stopClustersOnSignals(): void {
     }
     process.on(signal, handler)
   }
-}
-
-/** Stops every cluster this process started. */
-export async function stopAllClusters(): Promise<void> {
-  await Promise.all([...live].map((c) => c.stop()))
 }
 
 /** An LSN ('16/B374D848') as a number, to compare. */
@@ -473,9 +468,14 @@ class ClusterImpl implements Cluster {
     }
   }
 
-  /** Waits until the standby's WAL receiver streams from `upstream` (by port, which identifies the node). */
+  /**
+   * Waits until the standby's WAL receiver streams from `upstream` (by port), on the upstream's timeline when that is a
+   * primary: a node whose history has diverged streams the old timeline for moments each time before it gives up on it.
+   */
   private async waitStreaming(state: NodeState, upstream: NodeState): Promise<void> {
-    const sql = `SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming' AND sender_port = ${upstream.port}`
+    const timeline = `SELECT CASE WHEN pg_is_in_recovery() THEN 0 ELSE ('x' || left(pg_walfile_name(pg_current_wal_insert_lsn()), 8))::bit(32)::int END`
+    const tli = (await this.query(this.running(upstream), timeline)).rows[0]?.[0] ?? '0'
+    const sql = `SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming' AND sender_port = ${upstream.port} AND received_tli >= ${Number(tli)}`
     await this.until(`${state.name} streams from ${upstream.name}`, state, async () => (await this.query(state, sql)).rows.length === 1)
   }
 
