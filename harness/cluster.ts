@@ -77,9 +77,9 @@ export interface Cluster {
   url(nodes?: readonly ClusterNode[], params?: Record<string, string>): string
   /** Runs SQL as `postgres` over the node's unix socket with the harness's minimal client (text values). */
   query(node: ClusterNode, sql: string): Promise<BootstrapResult>
-  /** Stops a running node and waits for its postmaster to exit; a stopped node stays stopped. */
+  /** Stops a node and waits for its postmaster to exit (no-op when stopped); 'fast' on a primary waits for streaming standbys to get all its WAL. */
   stopNode(node: ClusterNode, mode?: StopMode): Promise<void>
-  /** Starts a stopped node on its data directory and port; resolves when it accepts connections. */
+  /** Starts a stopped node on its data directory and port; resolves when it accepts connections and streams (standbys of it too). */
   startNode(node: ClusterNode): Promise<void>
   /** Promotes a running standby (pg_promote) and waits until it is out of recovery; it becomes `primary`. */
   promote(node: ClusterNode): Promise<void>
@@ -107,7 +107,6 @@ const OWNED_SETTINGS = ['port', 'unix_socket_directories', 'primary_conninfo', '
 type NodeState = { -readonly [K in keyof ClusterNode]: ClusterNode[K] }
 
 const live = new Set<ClusterImpl>()
-let exitHookInstalled = false
 
 function quietly(fn: () => void): void {
   try {
@@ -176,17 +175,15 @@ function initdbTemplate(key: string, binDir: string, account: Account | undefine
 
 /** Starts a primary and `standbys` streaming standbys, all on 127.0.0.1; resolves when every standby streams. */
 export async function startCluster(opts: StartClusterOptions = {}): Promise<Cluster> {
-  for (const owned of OWNED_SETTINGS) {
-    if (opts.settings && owned in opts.settings) throw new Error(`the cluster harness chooses ${owned} itself; it cannot be set in settings`)
-  }
+  const owned = OWNED_SETTINGS.find((k) => opts.settings && k in opts.settings)
+  if (owned) throw new Error(`the cluster harness chooses ${owned} itself; it cannot be set in settings`)
   const standbyCount = opts.standbys ?? 2
   if (!Number.isInteger(standbyCount) || standbyCount < 0) throw new Error(`standbys must be a whole number, got ${standbyCount}`)
   const requestedBin = opts.binDir ?? embeddedBinDir()
   const { version } = await postgresVersion(requestedBin)
   const name = (opts.name ?? 'cluster').replace(/[^A-Za-z0-9_-]/g, '_')
   const baseDir = await mkdtemp(join(tmpdir(), `pipegres-${name}-`))
-  if (!exitHookInstalled) process.on('exit', emergencyStop)
-  exitHookInstalled = true
+  if (!process.listeners('exit').includes(emergencyStop)) process.on('exit', emergencyStop)
   // Registered before anything can fail, so every exit path removes the temp dir.
   const cluster = new ClusterImpl(name, version, requestedBin, baseDir, serverAccount(), opts.settings ?? {})
   live.add(cluster)
@@ -302,6 +299,9 @@ class ClusterImpl implements Cluster {
     const state = this.state(node)
     if (this.children.has(state)) throw new Error(`${state.name} is running (pid ${state.pid})`)
     await this.launch(state, false)
+    // Replication whole again, to and from it, before this resolves: a primary stopped 'fast' later hands every standby all its WAL.
+    const links = [...this.upstreams].filter(([s, up]) => (s === state || up === state) && this.children.has(s) && this.children.has(up))
+    await Promise.all(links.map(([s, up]) => this.waitStreaming(s, up)))
   }
 
   async promote(node: ClusterNode): Promise<void> {
@@ -348,7 +348,6 @@ class ClusterImpl implements Cluster {
     await this.writeStandbySignal(state)
     await this.writeConf(state)
     await this.startNode(state)
-    await this.waitStreaming(state, source)
   }
 
   stop(): Promise<void> {
@@ -468,10 +467,8 @@ class ClusterImpl implements Cluster {
     }
   }
 
-  /**
-   * Waits until the standby's WAL receiver streams from `upstream` (by port), on the upstream's timeline when that is a
-   * primary: a node whose history has diverged streams the old timeline for moments each time before it gives up on it.
-   */
+  // Streaming from `upstream` (by port), on its timeline when it is a primary: a node whose history has diverged
+  // streams the old timeline for moments, again and again, before it finds the new one does not fit.
   private async waitStreaming(state: NodeState, upstream: NodeState): Promise<void> {
     const timeline = `SELECT CASE WHEN pg_is_in_recovery() THEN 0 ELSE ('x' || left(pg_walfile_name(pg_current_wal_insert_lsn()), 8))::bit(32)::int END`
     const tli = (await this.query(this.running(upstream), timeline)).rows[0]?.[0] ?? '0'

@@ -240,7 +240,8 @@ describe('failover', () => {
     const c = cluster()
     const [oldPrimary, standby1, standby2] = [c.node('primary'), c.node('standby1'), c.node('standby2')]
     const everyone = [oldPrimary, standby1, standby2]
-    // A clean stop first: its shutdown checkpoint reaches the standbys, so its WAL stays a prefix of the new timeline.
+    // Caught up, then a clean stop: its shutdown checkpoint reaches the standbys, so its WAL stays a prefix of the new timeline.
+    for (const standby of [standby1, standby2]) await c.waitForReplay(standby)
     await c.stopNode(oldPrimary, 'fast')
     await c.promote(standby1)
     assert.equal(c.primary, standby1)
