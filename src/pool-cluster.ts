@@ -55,6 +55,8 @@ export class Cluster implements PoolRouting {
   /** The primary's WAL insert position at its last check: what standbys' lag in bytes is measured against. */
   #primaryLsn: bigint | null = null
   #checking = new Set<HostState>()
+  /** Callers of discovered(), woken when no host is being probed any more. */
+  #settledWaiters: (() => void)[] = []
 
   constructor(
     config: ConnectionConfig,
@@ -176,6 +178,20 @@ export class Cluster implements PoolRouting {
     }
   }
 
+  /** Probes every host without a connection, and resolves once none is being probed: each answered (its role known) or failed. */
+  discovered(): Promise<void> {
+    this.discover()
+    return new Promise((resolve) => {
+      this.#settledWaiters.push(resolve)
+      this.#wakeSettled()
+    })
+  }
+
+  #wakeSettled(): void {
+    if (this.hosts.some((h) => h.probing)) return
+    for (const w of this.#settledWaiters.splice(0)) w()
+  }
+
   /** Why a request found no host: for the error it fails with after waiting too long. */
   unavailable(need: RouteNeed, waitedMs: number): ConnectionError {
     const wanted = need.readOnly ? 'a standby or a host for writes' : `a host for target_session_attrs=${this.#target}`
@@ -197,6 +213,7 @@ export class Cluster implements PoolRouting {
     this.#check(l)
     this.#start()
     this.owner.retry()
+    this.#wakeSettled()
   }
 
   /** A connection to `host` could not open. */
@@ -205,6 +222,7 @@ export class Cluster implements PoolRouting {
     const wasUp = host.failures === 0
     host.failed(err)
     if (wasUp) this.#emit(host, 'down')
+    this.#wakeSettled()
     // The backoff ends in a while: requests waiting for a host try again then.
     setTimeout(() => this.owner.retry(), Math.max(0, host.downUntil - performance.now()) + 1).unref()
   }

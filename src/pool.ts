@@ -454,6 +454,16 @@ export class Pool extends Queryable {
   }
 
   /**
+   * Connects to each host not connected yet; resolves once each answered (its
+   * role known) or failed (down), so that the first reads find the standbys.
+   */
+  async discover(): Promise<HostInfo[]> {
+    if (this.#cluster !== null) await this.#cluster.discovered()
+    else if (this.#lanes.length === 0) await this.#open(null).lane.connect()
+    return this.hosts
+  }
+
+  /**
    * The primary's current WAL position: every write that completed before
    * this call is at or before it. Pass it as a read's `after` to read your
    * own writes from a standby: `pool.query(sql, values, { readOnly: true, after: await pool.writeLsn() })`.

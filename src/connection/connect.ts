@@ -22,7 +22,8 @@ function shuffle<T>(items: readonly T[]): T[] {
 /** Opens a ready connection to the first host that accepts one. */
 export async function openConnection(config: ConnectionConfig, events: ConnectionEvents): Promise<Connection> {
   const hosts = config.loadBalanceHosts === 'random' ? shuffle(config.hosts) : config.hosts
-  const failures: { host: HostAddress; err: Error }[] = []
+  // By host: prefer-standby's second pass tries a host again, and its latest error is the one to report.
+  const failures = new Map<string, { host: HostAddress; err: Error }>()
   // libpq's prefer-standby: look for a standby on every host first, then take any server.
   const passes: TargetSessionAttrs[] = config.targetSessionAttrs === 'prefer-standby' ? ['standby', 'any'] : [config.targetSessionAttrs]
   for (const target of passes) {
@@ -31,16 +32,19 @@ export async function openConnection(config: ConnectionConfig, events: Connectio
         return await connectHost(config, h, target, events)
       } catch (err) {
         if (err instanceof ConfigError) throw err
-        failures.push({ host: h, err: err as Error })
+        const where = describeHost(h)
+        failures.delete(where)
+        failures.set(where, { host: h, err: err as Error })
       }
     }
   }
-  if (failures.length === 1) throw failures[0]!.err
-  const last = failures[failures.length - 1]!.err
+  const failed = [...failures.values()]
+  if (failed.length === 1) throw failed[0]!.err
+  const last = failed[failed.length - 1]!.err
   const code = last instanceof ConnectionError ? last.code : 'PG_CONNECTION_REFUSED'
-  const detail = failures.map((f) => `${describeHost(f.host)}: ${f.err.message}`).join('; ')
-  throw new ConnectionError(code, `could not connect to any of ${failures.length} hosts: ${detail}`, {
-    cause: new AggregateError(failures.map((f) => f.err)),
+  const detail = failed.map((f) => `${describeHost(f.host)}: ${f.err.message}`).join('; ')
+  throw new ConnectionError(code, `could not connect to any of ${failed.length} hosts: ${detail}`, {
+    cause: new AggregateError(failed.map((f) => f.err)),
   })
 }
 

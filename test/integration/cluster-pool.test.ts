@@ -38,6 +38,8 @@ test('roles are discovered; reads spread over both standbys, writes and transact
     pool.on('host', (info, change) => events.push([info, change]))
     const write = await pool.query<{ port: number; standby: boolean }>(where)
     assert.deepEqual(write.rows[0], { port: c.primary.port, standby: false })
+    const described = await pool.discover()
+    assert.equal(described.length, 3)
     const roles = Object.fromEntries(pool.hosts.map((h) => [h.address, h.role]))
     assert.deepEqual(roles, Object.fromEntries(c.nodes.map((n) => [addressOf(n), n === c.primary ? 'primary' : 'standby'])))
     assert.deepEqual(events.filter(([, ch]) => ch === 'role').map(([h]) => h.address).sort(), c.nodes.map(addressOf).sort())

@@ -1,14 +1,21 @@
-import { test } from 'node:test'
+import { after, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { startCluster, type Cluster } from '../../harness/cluster.js'
 import { mainDatabase } from '../helpers/server.js'
 
 // Every ```js block of the README runs as written, importing the built package
 // by its name, against the test database. A trailing comment on a console.log
-// line is the output that line must print.
+// line is the output that line must print. An example that reads CLUSTER_URL
+// gets a primary with two streaming standbys, started for it.
+
+let cluster: Promise<Cluster> | undefined
+after(async () => {
+  if (cluster !== undefined) await (await cluster).stop()
+})
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const readme = readFileSync(join(root, 'README.md'), 'utf8')
@@ -36,6 +43,10 @@ blocks.forEach((code, i) => {
     const db = await mainDatabase()
     const env = { ...process.env }
     if (db.connectionString !== undefined) env.DATABASE_URL = db.connectionString
+    if (code.includes('CLUSTER_URL')) {
+      cluster ??= startCluster({ binDir: process.env.PIPEGRES_TEST_PGBIN || undefined, name: 'readme' })
+      env.CLUSTER_URL = (await cluster).url()
+    }
     const out = await new Promise<string>((res, rej) => {
       execFile(process.execPath, [file], { env, timeout: 30_000 }, (err, stdout, stderr) => {
         if (err) rej(new Error(`example ${i + 1} failed: ${stderr || err.message}`))

@@ -229,7 +229,7 @@ const expectedClasses: Record<string, string[]> = {
   ],
   PipegresError: ['code', 'constructor', 'extends Error', 'name'],
   Pool: [
-    'begin', 'config', 'constructor', 'destroy', 'end', 'extends Queryable', 'hosts', 'idleCount',
+    'begin', 'config', 'constructor', 'destroy', 'discover', 'end', 'extends Queryable', 'hosts', 'idleCount',
     'listen', 'max', 'notify', 'off', 'on', 'registerType', 'replicate', 'reserve', 'reservedCount',
     'subscribe', 'totalCount', 'waitingCount', 'writeLsn',
   ],
