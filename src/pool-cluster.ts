@@ -19,6 +19,8 @@ export interface ClusterOwner {
   lanes(): readonly PoolLane[]
   /** Whether one more connection fits within max. */
   canOpen(): boolean
+  /** Closes an idle connection to make room for another (false: none is idle). */
+  makeRoom(): boolean
   /** Opens a connection to `host` (not yet ready), for the pool's routing. */
   open(host: HostState): PoolLane
   /** Sends the host check on an open connection. */
@@ -202,13 +204,13 @@ export class Cluster implements PoolRouting {
   // --- what connections report ------------------------------------------------
 
   /** A connection to `host` opened. */
-  connected(l: PoolLane, params: Readonly<Record<string, string>>): void {
+  connected(l: PoolLane): void {
     const h = l.host!
     h.probing = false
     const wasDown = h.failures > 0
     h.reached()
     if (wasDown) this.#emit(h, 'up')
-    this.#setRole(h, roleOf(params))
+    this.#setRole(h, roleOf(l.lane.serverParameters))
     // Older servers report no in_hot_standby: the check tells. Lag is measured at once too.
     this.#check(l)
     this.#start()
@@ -237,9 +239,9 @@ export class Cluster implements PoolRouting {
   }
 
   /** A reported setting changed on a connection to `host` (in_hot_standby on promotion, say). */
-  parameter(l: PoolLane, name: string, params: Readonly<Record<string, string>>): void {
-    if (name !== 'in_hot_standby' && name !== 'default_transaction_read_only') return
-    const role = roleOf(params)
+  parameter(l: PoolLane, name: string): void {
+    if (name !== 'in_hot_standby') return
+    const role = roleOf(l.lane.serverParameters)
     if (role !== 'unknown' && this.#setRole(l.host!, role)) this.owner.retry()
   }
 
@@ -288,7 +290,7 @@ export class Cluster implements PoolRouting {
         if (usable(l) && l.lane.connected && (best === undefined || l.lane.pendingQueries < best.lane.pendingQueries)) best = l
       }
       if (best !== undefined) this.#check(best)
-      else if (!any && (h.recheck || h.failures > 0) && !h.down && !h.probing && this.owner.canOpen()) {
+      else if (!any && (h.recheck || h.failures > 0) && !h.down && !h.probing && (this.owner.canOpen() || this.owner.makeRoom())) {
         h.recheck = false
         h.probing = true
         this.owner.open(h)

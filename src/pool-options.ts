@@ -123,3 +123,12 @@ export function sweep(lanes: readonly PoolLane[], idleTimeout: number, close: (l
     if (idle && (l.retiring || (idleTimeout > 0 && now - l.lastUsed >= idleTimeout))) close(l)
   }
 }
+
+/**
+ * An idle connection to a host that has others: closed so that a full pool
+ * can still connect to a host it lost, to learn whether it is back.
+ */
+export function spareLane(lanes: readonly PoolLane[]): PoolLane | undefined {
+  const count = (l: PoolLane): number => lanes.filter((o) => o.host === l.host && !o.closing).length
+  return lanes.filter((l) => l.reserved === null && !l.closing && l.lane.pendingQueries === 0 && count(l) > 1).sort((a, b) => count(b) - count(a))[0]
+}

@@ -12,7 +12,7 @@ import { Listeners, type Listener, type NotificationHandler } from './notify.js'
 import { clusterOf, type Cluster } from './pool-cluster.js'
 import { Lsn } from './replication/lsn.js'
 import { checkHost, singleHost, type HostInfo, type HostState } from './pool-hosts.js'
-import { checkReserveOptions, exclusive, nonNegative, plain, PoolQueue, poolKeys, sweep, type PoolEvents, type PoolOptions } from './pool-options.js'
+import { checkReserveOptions, exclusive, nonNegative, plain, PoolQueue, poolKeys, spareLane, sweep, type PoolEvents, type PoolOptions } from './pool-options.js'
 import { leastOutstanding, type PoolLane, type PoolRouting, type RouteNeed } from './pool-routing.js'
 import { checkRoute, checkTypeOptions, Queryable, type QueryDefaults, type RouteOptions } from './queryable.js'
 import { ReservedClient, type Reservation } from './reserved-client.js'
@@ -127,7 +127,7 @@ export class Pool extends Queryable {
             if (own !== undefined) this.#emitter.emit('notice', n)
           }),
         notification: none,
-        parameter: cluster === null ? none : (name) => cluster.parameter(entry!(), name, entry!().lane.serverParameters),
+        parameter: cluster === null ? none : (name) => cluster.parameter(entry!(), name),
         queryError: cluster === null ? none : (code) => code === '25006' && cluster.readOnlyRefusal(entry!()),
         disconnect: none,
         close: none,
@@ -152,14 +152,8 @@ export class Pool extends Queryable {
     }
     this.#lanes.push(entry)
     this.#startSweeper()
-    if (host !== null) {
-      lane.connect().then(
-        () => this.#cluster!.connected(entry, lane.serverParameters),
-        () => {
-          // Reported through #orphaned, which forgets the lane.
-        },
-      )
-    }
+    // A failed connect is reported through #orphaned, which forgets the lane.
+    if (host !== null) lane.connect().then(() => this.#cluster!.connected(entry), noop)
     return entry
   }
 
@@ -439,6 +433,11 @@ export class Pool extends Queryable {
       lanes: () => this.#lanes,
       canOpen: () => this.#lanes.length < this.max && this.#ended === null && this.#destroyed === null,
       open: (host) => this.#open(host),
+      makeRoom: () => {
+        const idle = spareLane(this.#lanes)
+        if (idle !== undefined) this.#close(idle)
+        return idle !== undefined
+      },
       check: (l) => checkHost(this.#defaults, l.lane),
       retry: () => this.#retry(),
       changed: (info, change) => safely(() => this.#emitter.emit('host', info, change)),
@@ -458,6 +457,7 @@ export class Pool extends Queryable {
    * role known) or failed (down), so that the first reads find the standbys.
    */
   async discover(): Promise<HostInfo[]> {
+    if (this.#ended !== null || this.#destroyed !== null) throw this.#closedError()
     if (this.#cluster !== null) await this.#cluster.discovered()
     else if (this.#lanes.length === 0) await this.#open(null).lane.connect()
     return this.hosts
@@ -493,6 +493,8 @@ export class Pool extends Queryable {
     return this.#waiting.count
   }
 }
+
+const noop = (): void => {}
 
 /** Creates a pool (connections open when queries need them). */
 export function createPool(config?: string | PoolOptions): Pool {
