@@ -57,6 +57,9 @@ export class Cluster implements PoolRouting {
   /** The primary's WAL insert position at its last check: what standbys' lag in bytes is measured against. */
   #primaryLsn: bigint | null = null
   #checking = new Set<HostState>()
+  /** Bumped whenever a host's role, lag or reachability changes: see #tiers. */
+  #version = 0
+  #cache: { version: number; until: number; reads: HostState[][]; writes: HostState[][] } | null = null
   /** Callers of discovered(), woken when no host is being probed any more. */
   #settledWaiters: (() => void)[] = []
 
@@ -97,6 +100,17 @@ export class Cluster implements PoolRouting {
    * enough, then go where writes go.
    */
   #tiers(need: RouteNeed): HostState[][] {
+    if (need.after !== null) return this.#computeTiers(need)
+    // Routing runs per query: the tiers are worked out again only when a host changed, or a backoff ended.
+    const c = this.#cache
+    if (c !== null && c.version === this.#version && performance.now() < c.until) return need.readOnly ? c.reads : c.writes
+    const until = this.hosts.reduce((m, h) => (h.down ? Math.min(m, h.downUntil) : m), Infinity)
+    const fresh = { version: this.#version, until, reads: this.#computeTiers(plainRead), writes: this.#computeTiers(plain) }
+    this.#cache = fresh
+    return need.readOnly ? fresh.reads : fresh.writes
+  }
+
+  #computeTiers(need: RouteNeed): HostState[][] {
     const up = this.hosts.filter((h) => !h.down)
     const fresh = up.filter((h) => h.role === 'standby' && !h.lagging && (need.after === null || (h.lsn !== null && h.lsn >= need.after)))
     const primaries = up.filter((h) => h.role === 'primary')
@@ -223,6 +237,7 @@ export class Cluster implements PoolRouting {
     host.probing = false
     const wasUp = host.failures === 0
     host.failed(err)
+    this.#version++
     if (wasUp) this.#emit(host, 'down')
     this.#wakeSettled()
     // The backoff ends in a while: requests waiting for a host try again then.
@@ -257,6 +272,7 @@ export class Cluster implements PoolRouting {
   }
 
   #emit(h: HostState, change: HostChange): void {
+    this.#version++
     const lanes = this.owner.lanes().filter((l) => l.host === h)
     this.owner.changed(hostInfo(h, lanes.length, lanes.reduce((n, l) => n + l.lane.pendingQueries, 0)), change)
   }

@@ -48,8 +48,6 @@ export class Pool extends Queryable {
   readonly #lanes: PoolLane[] = []
   /** Requests and reservations waiting for a connection: every one is reserved and the pool is full, or no host they may use is up yet. */
   readonly #waiting = new PoolQueue()
-  /** What requests other than plain writes need, so that one sent again elsewhere keeps it. */
-  readonly #needs = new WeakMap<Request, RouteNeed>()
   /** The connection that listens: outside the pool's lanes, reconnecting and listening again by itself. */
   #notifier: { lane: Lane; listeners: Listeners } | null = null
   #sweeper: NodeJS.Timeout | null = null
@@ -170,7 +168,8 @@ export class Pool extends Queryable {
     if (entry.host !== null) afterLoss ? this.#cluster!.lost(entry.host) : this.#cluster!.failed(entry.host, err)
     const goOn = afterLoss || this.#lanes.some((l) => l.lane.connected && !l.retiring && !l.closing)
     for (const req of reqs) {
-      if (goOn) this.#send(req, this.#needs.get(req) ?? plain, performance.now())
+      // Where writes go: a read marked readOnly is served there as well, and what it was is not kept per request.
+      if (goOn) this.#send(req, plain, performance.now())
       else req.fail(err, false)
     }
   }
@@ -213,7 +212,6 @@ export class Pool extends Queryable {
 
   #send(req: Request, need: RouteNeed, since: number): void {
     const entry = this.#route(need)
-    if (need !== plain) this.#needs.set(req, need)
     if (entry === undefined) {
       this.#waiting.requests.push({ req, need, since })
       return
@@ -444,10 +442,7 @@ export class Pool extends Queryable {
     }
   }
 
-  /**
-   * Each host: its role, connections, WAL position and lag, as last seen. A
-   * pool on one host reports that host, with the role its connections show.
-   */
+  /** Each host: its role, connections, WAL position and lag, as last seen (on one host, the role its connections show). */
   get hosts(): HostInfo[] {
     return this.#cluster?.info() ?? [singleHost(this.config.hosts[0]!, this.#lanes)]
   }
@@ -464,9 +459,8 @@ export class Pool extends Queryable {
   }
 
   /**
-   * The primary's current WAL position: every write that completed before
-   * this call is at or before it. Pass it as a read's `after` to read your
-   * own writes from a standby: `pool.query(sql, values, { readOnly: true, after: await pool.writeLsn() })`.
+   * The primary's current WAL position: every write completed before this call is at or before it. As a read's
+   * `after`, it reads your own writes from a standby: `pool.query(sql, [], { readOnly: true, after: await pool.writeLsn() })`.
    */
   async writeLsn(): Promise<Lsn> {
     const r = await this.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn', undefined, { readOnly: false })
