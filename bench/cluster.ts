@@ -15,6 +15,7 @@ import { availableParallelism } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startCluster, stopClustersOnSignals, type Cluster, type ClusterNode } from '../harness/cluster.js'
 import { createPool, type HostInfo, type Pool } from '../src/index.js'
+import { flag } from './lib/args.js'
 
 const ROWS = 10_000
 const AGGREGATE_SPAN = 100
@@ -65,13 +66,6 @@ const VARIANTS: Variant[] = [
   },
 ]
 
-function flag(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`)
-  if (at < 0) return fallback
-  const n = Number(process.argv[at + 1])
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} needs a positive whole number`)
-  return n
-}
 
 function workloads(): Workload[] {
   const at = process.argv.indexOf('--workload')

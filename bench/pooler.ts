@@ -8,6 +8,7 @@
 import { startPgBouncer } from '../harness/pgbouncer.js'
 import { startServer, stopAllOnSignals } from '../harness/server.js'
 import { connect, type ClientOptions } from '../src/index.js'
+import { flag } from './lib/args.js'
 
 interface Variant {
   label: string
@@ -21,13 +22,6 @@ const VARIANTS: Variant[] = [
   { label: 'server directly, default settings', through: 'server', options: {} },
 ]
 
-function flag(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`)
-  if (at < 0) return fallback
-  const n = Number(process.argv[at + 1])
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} needs a positive whole number`)
-  return n
-}
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })

@@ -10,6 +10,7 @@
 
 import { startServer, stopAllOnSignals, type RunningServer } from '../harness/server.js'
 import { connect, createPool, PgError, PipegresError, type Client, type Pool } from '../src/index.js'
+import { flag } from './lib/args.js'
 
 const APP = 'soak'
 const READ_ROWS = 1000
@@ -19,13 +20,6 @@ const TAIL_MS = 1000
 // A request still pending this long after the workers were told to stop is counted as hung.
 const SETTLE_MS = 30_000
 
-function flag(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`)
-  if (at < 0) return fallback
-  const n = Number(process.argv[at + 1])
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} needs a positive whole number`)
-  return n
-}
 
 const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))

@@ -25,7 +25,7 @@ import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { BootstrapConnection, type BootstrapResult } from './bootstrap-sql.js'
 import { freePort, isAlive, logTail, runCommand, serverAccount, sleepSync, type Account } from './os.js'
-import { accessibleBinDir, embeddedBinDir, postgresVersion, quoteConf, spawnPostgres } from './server.js'
+import { accessibleBinDir, embeddedBinDir, onStopSignals, postgresVersion, quoteConf, spawnPostgres, waitUntilReady } from './server.js'
 
 export type NodeRole = 'primary' | 'standby'
 
@@ -123,14 +123,7 @@ function emergencyStop(): void {
 
 /** Stops every cluster on SIGINT, SIGTERM or SIGHUP, then lets the signal do what it would have (as stopAllOnSignals in server.ts). */
 export function stopClustersOnSignals(): void {
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    const handler = () => {
-      emergencyStop()
-      process.removeListener(signal, handler)
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal)
-    }
-    process.on(signal, handler)
-  }
+  onStopSignals(emergencyStop)
 }
 
 /** An LSN ('16/B374D848') as a number, to compare. */
@@ -447,24 +440,7 @@ class ClusterImpl implements Cluster {
     state.pid = child.pid
     // A postmaster that dies on its own (a failed start, a crash) counts as stopped.
     child.once('exit', () => void (this.children.get(state) === child && this.children.delete(state) && (state.pid = undefined)))
-    const deadline = Date.now() + READY_TIMEOUT_MS
-    child.ref() // keep the process alive while we wait, even with nothing else scheduled
-    try {
-      while (Date.now() < deadline) {
-        if (child.exitCode !== null || child.signalCode !== null) return 'exited'
-        try {
-          const conn = await BootstrapConnection.open(this.socket(state), { user: 'postgres', timeoutMs: 5000 })
-          await conn.close()
-          return 'ready'
-        } catch {
-          // No socket yet, or 57P03 "the database system is starting up".
-        }
-        await delay(50)
-      }
-      return 'timeout'
-    } finally {
-      child.unref()
-    }
+    return waitUntilReady(child, this.socket(state))
   }
 
   // Streaming from `upstream` (by port), on its timeline when it is a primary: a node whose history has diverged

@@ -187,9 +187,14 @@ function installExitHook(): void {
  * themselves: the default action kills the process without running 'exit' handlers.
  */
 export function stopAllOnSignals(): void {
+  onStopSignals(emergencyStop)
+}
+
+/** Runs `stop` (synchronous work only) on SIGINT, SIGTERM or SIGHUP, then lets the signal do what it would have done. */
+export function onStopSignals(stop: () => void): void {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     const handler = () => {
-      emergencyStop()
+      stop()
       process.removeListener(signal, handler)
       if (process.listenerCount(signal) === 0) process.kill(process.pid, signal)
     }
@@ -382,7 +387,7 @@ export async function spawnPostgres(binDir: string, dataDir: string, logFile: st
 }
 
 /** Polls the unix socket until a trust login succeeds; gives up when the server exits or after the timeout. */
-async function waitUntilReady(child: ChildProcess, socket: BootstrapTarget): Promise<'ready' | 'exited' | 'timeout'> {
+export async function waitUntilReady(child: ChildProcess, socket: BootstrapTarget): Promise<'ready' | 'exited' | 'timeout'> {
   const deadline = Date.now() + STARTUP_TIMEOUT_MS
   let exited = false
   child.once('exit', () => (exited = true))
