@@ -85,3 +85,10 @@ export function registerCustomType(catalog: TypeCatalog, custom: CustomType): vo
   }
   catalog.register(custom)
 }
+
+/** A duration option in milliseconds: `dflt` when absent. */
+export function nonNegative(v: number | undefined, dflt: number, name: string): number {
+  if (v === undefined) return dflt
+  if (typeof v !== 'number' || !(v >= 0)) throw new ArgumentError(`${name} must be a non-negative number of milliseconds`)
+  return v
+}

@@ -54,20 +54,11 @@ export interface ReserveWaiter {
   give(l: PoolLane | Error): void
 }
 
-export const plain: RouteNeed = { exclusive: false, readOnly: false, after: null }
-export const plainRead: RouteNeed = { exclusive: false, readOnly: true, after: null }
-export const exclusive: RouteNeed = { exclusive: true, readOnly: false, after: null }
-export const exclusiveRead: RouteNeed = { exclusive: true, readOnly: true, after: null }
 
 export function checkReserveOptions(options: object): void {
   for (const k of Object.keys(options)) if (k !== 'readOnly') throw new ArgumentError(`unknown reserve() option "${k}" (it takes readOnly)`)
 }
 
-export function nonNegative(v: number | undefined, dflt: number, name: string): number {
-  if (v === undefined) return dflt
-  if (typeof v !== 'number' || !(v >= 0)) throw new ArgumentError(`${name} must be a non-negative number of milliseconds`)
-  return v
-}
 
 
 /** What waits for a connection: requests, and reservations. */

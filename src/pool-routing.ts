@@ -30,6 +30,12 @@ export interface RouteNeed {
   readonly after: bigint | null
 }
 
+/** The needs of most requests, shared: a plain request or reservation, and their read-only kinds. */
+export const plain: RouteNeed = { exclusive: false, readOnly: false, after: null }
+export const plainRead: RouteNeed = { exclusive: false, readOnly: true, after: null }
+export const exclusive: RouteNeed = { exclusive: true, readOnly: false, after: null }
+export const exclusiveRead: RouteNeed = { exclusive: true, readOnly: true, after: null }
+
 /** A lane to use, 'open' for a new one (to a given host), or 'wait' until one frees up or opens. */
 export type RouteChoice = PoolLane | 'open' | { readonly open: HostState } | 'wait'
 
