@@ -8,6 +8,9 @@ import type { Listeners } from './notify.js'
 import type { Notification, TransactionStatus } from './protocol/backend.js'
 import { Session } from './query/session.js'
 import { makeQuery, type QueryDefaults } from './queryable.js'
+import { LaneQueryable } from './lane-queryable.js'
+import { probePooling } from './lane-probe.js'
+import { hookError } from './pool-hooks.js'
 import { replicationRefusal } from './replication-guard.js'
 import { backOff, settleLostConnection, type Backoff } from './lane-backoff.js'
 import { active, connectChannel, noteSent, sending, traceConnect } from './tracing.js'
@@ -60,6 +63,8 @@ export interface LaneSettings {
    * instead of waiting for this lane to reconnect.
    */
   readonly orphans?: (reqs: Request[], err: Error, afterLoss: boolean) => void
+  /** A pool's onConnect: runs on each new connection, holding it, before anything else is sent on it. */
+  readonly onConnect?: (queries: LaneQueryable) => Promise<void>
 }
 
 /** Calls a user callback so that a throwing one cannot break the connection's reading loop. */
@@ -195,8 +200,35 @@ export class Lane {
     }
     const waiting = this.waiting
     this.waiting = []
+    const onConnect = this.settings.onConnect
+    if (onConnect !== undefined) {
+      // Everything waits behind the hook, as behind a transaction: a reservation that took the lane before it connected too.
+      const token = {}
+      const prior = this.holder
+      this.holder = token
+      this.holderConn = conn
+      this.held.push(...waiting)
+      void this.runOnConnect(onConnect, token, conn, prior)
+      return
+    }
     for (const req of waiting) this.toConnection(req)
     if (this.ending !== null && this.waiting.length === 0) void conn.end()
+  }
+
+  private async runOnConnect(onConnect: NonNullable<LaneSettings['onConnect']>, token: object, conn: Connection, prior: object | null): Promise<void> {
+    try {
+      await onConnect(new LaneQueryable(this, this.settings.defaults, token))
+      if (conn.transactionStatus !== 'I') throw new ArgumentError('it left a transaction open')
+    } catch (err) {
+      const failure = hookError('onConnect', err)
+      // What waited for this connection fails with it: another connection would run the same hook.
+      for (const req of this.held.splice(0)) req.fail(failure, false)
+      conn.destroy(failure)
+    }
+    if (prior === null) return this.release(token)
+    this.holder = prior
+    this.holderConn = null
+    for (const req of this.held.splice(0)) this.route(req)
   }
 
   private connectFailed(err: Error): void {
@@ -339,30 +371,6 @@ export class Lane {
     this.sendInternal(req)
   }
 
-  /**
-   * Learns whether the connection reaches the server itself or a pooler: the
-   * backend's own pid equals the one from BackendKeyData only on a direct
-   * connection (a pooler makes up its own cancel key). Asked once, the first
-   * time the connection is held for a transaction or reservation, where it
-   * matters (see ExtendedQuery.encode).
-   */
-  private probePooling(): void {
-    const conn = this.conn
-    const session = conn?.attachment as Session | undefined
-    if (conn === null || conn.closed || session === undefined || session.pooling !== 'unknown' || session.probing) return
-    session.probing = true
-    const req = makeQuery(this.settings.defaults, 'SELECT pg_backend_pid() AS pid', undefined, { prepare: false, rowMode: 'array' })
-    req.promise.then(
-      (r) => {
-        if (session.pooling === 'unknown') session.pooling = Number((r.rows[0] as unknown[] | undefined)?.[0]) === conn.processId ? 'direct' : 'pooled'
-      },
-      () => {
-        session.probing = false
-      },
-    )
-    conn.send(req, true)
-  }
-
   // --- exclusive holders ------------------------------------------------------
 
   /**
@@ -374,7 +382,7 @@ export class Lane {
     if (this.state === State.Closed) throw this.closedError()
     this.holder = holder
     this.holderConn = null
-    this.probePooling()
+    if (this.conn !== null) probePooling(this.conn, this.settings.defaults)
   }
 
   release(holder: object): void {

@@ -11,6 +11,8 @@ export class LaneQueryable extends Queryable {
   constructor(
     readonly lane: Lane,
     private readonly queryDefaults: QueryDefaults,
+    /** The holder its requests are sent for (the lane's onConnect), or null. */
+    private readonly owner: object | null = null,
   ) {
     super()
   }
@@ -20,6 +22,6 @@ export class LaneQueryable extends Queryable {
   }
 
   protected dispatch(req: Request): void {
-    this.lane.send(req, null)
+    this.lane.send(req, this.owner)
   }
 }

@@ -3,12 +3,13 @@ import { clientKeys } from './client-options.js'
 import type { Request } from './connection/request.js'
 import { ArgumentError, type PgNotice } from './errors.js'
 import type { HostChange } from './pool-cluster.js'
+import { hookKeys, type PoolHooks } from './pool-hooks.js'
 import type { HostInfo, ReplicationLag } from './pool-hosts.js'
 import type { PoolLane, RouteNeed } from './pool-routing.js'
 
 // A pool's settings and events, what waits in it, and when its connections close.
 
-export interface PoolOptions extends ClientOptions {
+export interface PoolOptions extends ClientOptions, PoolHooks {
   /** Most connections open at once (default 10). */
   max?: number
   /** Milliseconds a connection may stay unused before it is closed (default 30000; 0: never). */
@@ -32,7 +33,7 @@ export interface PoolOptions extends ClientOptions {
   failoverTimeout?: number
 }
 
-export const poolKeys = [...clientKeys, 'max', 'idleTimeout', 'maxLifetime', 'readOnly', 'maxReplicationLag', 'hostCheckInterval', 'failoverTimeout'] as const
+export const poolKeys = [...clientKeys, ...hookKeys, 'max', 'idleTimeout', 'maxLifetime', 'readOnly', 'maxReplicationLag', 'hostCheckInterval', 'failoverTimeout'] as const
 
 export interface PoolEvents {
   notice: [notice: PgNotice]
@@ -96,6 +97,18 @@ export class PoolQueue {
       else if (l === undefined) this.reservations.push(w)
       else w.give(l)
     }
+  }
+
+  /** Waits for a lane for a reservation, marked reserved by `token` as it is handed over. */
+  reserveLater(need: RouteNeed, token: object): Promise<PoolLane> {
+    return new Promise((resolve, reject) => {
+      const give = (l: PoolLane | Error): void => {
+        if (l instanceof Error) return reject(l)
+        l.reserved = token
+        resolve(l)
+      }
+      this.reservations.push({ need, since: performance.now(), give })
+    })
   }
 
   failAll(err: Error): void {

@@ -10,6 +10,7 @@ import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './err
 import { LaneQueryable } from './lane-queryable.js'
 import { Listeners, type Listener, type NotificationHandler } from './notify.js'
 import { clusterOf, type Cluster } from './pool-cluster.js'
+import { checkHooks, releaseSteps, runHook, type PoolHooks } from './pool-hooks.js'
 import { Lsn } from './replication/lsn.js'
 import { checkHost, singleHost, type HostInfo, type HostState } from './pool-hosts.js'
 import { checkReserveOptions, PoolQueue, poolKeys, spareLane, sweep, type PoolEvents, type PoolOptions } from './pool-options.js'
@@ -45,6 +46,8 @@ export class Pool extends Queryable {
   readonly #routing: PoolRouting
   /** A pool on several hosts routes by role (see pool-cluster.ts); null on one. */
   readonly #cluster: Cluster | null
+  readonly #hooks: PoolHooks
+  readonly #cleanup: ((client: ReservedClient) => Promise<void>) | undefined
   readonly #lanes: PoolLane[] = []
   /** Requests and reservations waiting for a connection: every one is reserved and the pool is full, or no host they may use is up yet. */
   readonly #waiting = new PoolQueue()
@@ -71,6 +74,8 @@ export class Pool extends Queryable {
     this.#idleTimeout = nonNegative(opts.idleTimeout, 30_000, 'idleTimeout')
     this.#maxLifetime = nonNegative(opts.maxLifetime, 1_800_000, 'maxLifetime')
     this.#cluster = clusterOf(this.config, opts, this.#clusterOwner())
+    this.#hooks = checkHooks(opts)
+    this.#cleanup = releaseSteps(this.#hooks)
     this.#routing = this.#cluster ?? leastOutstanding
     this.#checked = checkClientOptions(opts)
     this.#onNotice = opts.onNotice
@@ -131,6 +136,7 @@ export class Pool extends Queryable {
         close: none,
       },
       ...(entry !== undefined ? { orphans: (reqs: Request[], err: Error, afterLoss: boolean) => this.#orphaned(entry(), reqs, err, afterLoss) } : {}),
+      ...(entry !== undefined && this.#hooks.onConnect !== undefined ? { onConnect: (q: Queryable) => runHook('onConnect', this.#hooks.onConnect, q) } : {}),
     })
   }
 
@@ -225,7 +231,7 @@ export class Pool extends Queryable {
     this.#waiting.retry(
       (w) => this.#send(w.req, w.need, w.since),
       (need) => this.#route(need),
-      (need, waited) => this.#cluster!.expired(need, waited),
+      (need, waited) => this.#cluster?.expired(need, waited) ?? null,
     )
   }
 
@@ -251,9 +257,8 @@ export class Pool extends Queryable {
   // --- reservations -----------------------------------------------------------
 
   /**
-   * Hands out one connection exclusively until `release()`; waits if all are
-   * reserved and the pool is full. `{ readOnly: true }`: on several hosts, a
-   * standby's (see readOnly).
+   * Hands out one connection exclusively until `release()`; waits if all are reserved and
+   * the pool is full. `{ readOnly: true }`: on several hosts, a standby's (see readOnly).
    */
   async reserve(options?: Pick<RouteOptions, 'readOnly'>): Promise<ReservedClient> {
     if (options !== undefined) {
@@ -266,8 +271,11 @@ export class Pool extends Queryable {
   #reserve(need: RouteNeed): Promise<{ reservation: Reservation; client: ReservedClient }> {
     const reserve = async (): Promise<{ reservation: Reservation; client: ReservedClient }> => {
       const { entry, token } = await this.#reserveOne(need)
-      const reservation: Reservation = { lane: entry.lane, token, giveBack: () => this.#giveBack(entry, token) }
-      return { reservation, client: new ReservedClient(reservation, this.#defaults) }
+      const discard = (): void => this.#close(entry, token)
+      const reservation: Reservation = { lane: entry.lane, token, giveBack: () => this.#giveBack(entry, token), cleanup: this.#cleanup, discard }
+      const client = new ReservedClient(reservation, this.#defaults)
+      await runHook('onReserve', this.#hooks.onReserve, client, discard)
+      return { reservation, client }
     }
     if (active(acquireChannel)) return traceAcquire(this.#defaults.trace!, this.max, this.#lanes.length, this.waitingCount, reserve)
     return reserve()
@@ -301,17 +309,7 @@ export class Pool extends Queryable {
       chosen.reserved = token
       return Promise.resolve(chosen)
     }
-    return new Promise((resolve, reject) => {
-      this.#waiting.reservations.push({
-        need,
-        since: performance.now(),
-        give: (l) => {
-          if (l instanceof Error) return reject(l)
-          l.reserved = token
-          resolve(l)
-        },
-      })
-    })
+    return this.#waiting.reserveLater(need, token)
   }
 
   /** A reservation ended: the connection serves the pool again (or the next reservation). */
@@ -342,7 +340,8 @@ export class Pool extends Queryable {
     try {
       return await reserved.begin(options, fn)
     } finally {
-      await reserved.release()
+      // The transaction's outcome stands: a failing onRelease or reset only discards the connection.
+      await reserved.release().catch(noop)
     }
   }
 
@@ -389,10 +388,14 @@ export class Pool extends Queryable {
     this.#sweeper.unref()
   }
 
-  #close(l: PoolLane): void {
+  /** Closes a connection; with `token`, a reserved one a hook failed on, and what waits for a connection tries again. */
+  #close(l: PoolLane, token?: object): void {
     l.closing = true
     this.#remove(l)
     void l.lane.end()
+    if (token === undefined) return
+    l.lane.release(token)
+    this.#retry()
   }
 
   #closedError(): Error {

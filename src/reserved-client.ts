@@ -11,6 +11,10 @@ export interface Reservation {
   readonly token: object
   /** Hands the lane back to the pool (once the connection is clean). */
   giveBack(): void
+  /** The pool's onRelease and reset, run before giveBack(); they throw the hook's error. */
+  readonly cleanup?: ((client: ReservedClient) => Promise<void>) | undefined
+  /** Closes the connection instead of giving it back: a hook failed on it. */
+  discard(): void
 }
 
 /**
@@ -84,7 +88,9 @@ export class ReservedClient extends Queryable {
 
   /**
    * Gives the connection back to the pool. A transaction left open on it is
-   * rolled back first, so the next user never inherits it.
+   * rolled back first, so the next user never inherits it; then the pool's
+   * onRelease and reset run. If one of them fails, the connection is closed
+   * instead, and release() rejects with why.
    */
   async release(): Promise<void> {
     if (this.#released) return
@@ -94,6 +100,16 @@ export class ReservedClient extends Queryable {
       // query behind them reports it as of their end.
       await this.simpleQuery('').catch(() => undefined)
       if (lane.holds(token) && lane.connected && lane.transactionStatus !== 'I') await this.simpleQuery('ROLLBACK').catch(() => undefined)
+    }
+    const cleanup = this.#reservation.cleanup
+    if (cleanup !== undefined && lane.holds(token) && lane.connected) {
+      try {
+        await cleanup(this)
+      } catch (err) {
+        this.#released = true
+        this.#reservation.discard()
+        throw err
+      }
     }
     this.#released = true
     this.#reservation.giveBack()

@@ -174,7 +174,7 @@ const expectedNames = [
   'FieldDescription', 'Fragment', 'HostAddress', 'HostChange', 'HostInfo', 'HostRole', 'Identifier', 'InsertMessage', 'Interval',
   'Listener', 'LogicalMessage', 'Lsn', 'Money', 'Notification', 'NotificationHandler',
   'NullBitmaps', 'OriginMessage', 'ParameterError', 'PasswordSource', 'PgError', 'PgErrorFields',
-  'PgNotice', 'PipegresError', 'Pool', 'PoolEvents', 'PoolOptions', 'PrepareMessage',
+  'PgNotice', 'PipegresError', 'Pool', 'PoolEvents', 'PoolHooks', 'PoolOptions', 'PrepareMessage',
   'ProtocolError', 'ProtocolVersion', 'QueryOptions', 'QueryRowMode', 'QueryTrace', 'Queryable',
   'Range', 'RangeBounds', 'RawDestination', 'RawOptions', 'RawResult', 'ReadSlot', 'Relation',
   'RelationColumn', 'RelationMessage', 'ReplicateOptions', 'ReplicationConnection',
