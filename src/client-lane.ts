@@ -10,7 +10,6 @@ import { Session } from './query/session.js'
 import { makeQuery, type QueryDefaults } from './queryable.js'
 import { LaneQueryable } from './lane-queryable.js'
 import { probePooling } from './lane-probe.js'
-import { hookError } from './pool-hooks.js'
 import { replicationRefusal } from './replication-guard.js'
 import { backOff, settleLostConnection, type Backoff } from './lane-backoff.js'
 import { active, connectChannel, noteSent, sending, traceConnect } from './tracing.js'
@@ -63,7 +62,11 @@ export interface LaneSettings {
    * instead of waiting for this lane to reconnect.
    */
   readonly orphans?: (reqs: Request[], err: Error, afterLoss: boolean) => void
-  /** A pool's onConnect: runs on each new connection, holding it, before anything else is sent on it. */
+  /**
+   * A pool's onConnect: runs on each new connection, holding it, before
+   * anything else is sent on it. It rejects with the error the requests
+   * waiting for the connection fail with, and the connection is closed.
+   */
   readonly onConnect?: (queries: LaneQueryable) => Promise<void>
 }
 
@@ -218,9 +221,8 @@ export class Lane {
   private async runOnConnect(onConnect: NonNullable<LaneSettings['onConnect']>, token: object, conn: Connection, prior: object | null): Promise<void> {
     try {
       await onConnect(new LaneQueryable(this, this.settings.defaults, token))
-      if (conn.transactionStatus !== 'I') throw new ArgumentError('it left a transaction open')
     } catch (err) {
-      const failure = hookError('onConnect', err)
+      const failure = err as Error
       // What waited for this connection fails with it: another connection would run the same hook.
       for (const req of this.held.splice(0)) req.fail(failure, false)
       conn.destroy(failure)

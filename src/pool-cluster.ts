@@ -103,7 +103,7 @@ export class Cluster implements PoolRouting {
     if (need.after !== null) return this.#computeTiers(need)
     // Routing runs per query: the tiers are worked out again only when a host changed, or a backoff ended.
     const c = this.#cache
-    if (c !== null && c.version === this.#version && performance.now() < c.until) return need.readOnly ? c.reads : c.writes
+    if (c !== null && c.version === this.#version && (c.until === Infinity || performance.now() < c.until)) return need.readOnly ? c.reads : c.writes
     const until = this.hosts.reduce((m, h) => (h.down ? Math.min(m, h.downUntil) : m), Infinity)
     const fresh = { version: this.#version, until, reads: this.#computeTiers(plainRead), writes: this.#computeTiers(plain) }
     this.#cache = fresh

@@ -1,4 +1,5 @@
 import { ArgumentError, ConnectionError } from './errors.js'
+import type { LaneQueryable } from './lane-queryable.js'
 import type { Queryable } from './queryable.js'
 import type { ReservedClient } from './reserved-client.js'
 
@@ -22,22 +23,31 @@ export interface PoolHooks {
 
 export const hookKeys = ['onConnect', 'onReserve', 'onRelease', 'reset'] as const
 
-export function checkHooks(o: PoolHooks): PoolHooks {
+/** A pool's hooks, checked, as the steps the pool and its lanes run. */
+export interface HookSteps {
+  readonly connect: ((queries: LaneQueryable) => Promise<void>) | undefined
+  /** Runs onReserve; on failure calls `discard` and throws the hook's error. */
+  readonly reserve: (client: ReservedClient, discard: () => void) => Promise<void>
+  readonly release: ((client: ReservedClient) => Promise<void>) | undefined
+}
+
+export function hookSteps(o: PoolHooks): HookSteps {
   for (const k of ['onConnect', 'onReserve', 'onRelease'] as const) {
     if (o[k] !== undefined && typeof o[k] !== 'function') throw new ArgumentError(`${k} must be a function`)
   }
   if (o.reset !== undefined && (typeof o.reset !== 'string' || o.reset.trim() === '')) throw new ArgumentError('reset must be an SQL statement, such as DISCARD ALL')
-  return { onConnect: o.onConnect, onReserve: o.onReserve, onRelease: o.onRelease, reset: o.reset }
+  const { onReserve } = o
+  return { connect: connectStep(o), reserve: (client, discard) => runHook('onReserve', onReserve, client, discard), release: releaseSteps(o) }
 }
 
 /** The error of a failed hook: it names the hook, and that the connection was discarded. */
-export function hookError(name: string, err: unknown): ConnectionError {
+function hookError(name: string, err: unknown): ConnectionError {
   const why = err instanceof Error ? err.message : String(err)
   return new ConnectionError('PG_CONNECTION_CLOSED', `${name} failed, so its connection was discarded: ${why}`, { cause: err })
 }
 
 /** Runs `hook` (if any) with `client`; a failure calls `failed` (which discards the connection) and becomes its hookError. */
-export async function runHook<C>(name: string, hook: ((client: C) => unknown) | undefined, client: C, failed?: () => void): Promise<void> {
+async function runHook<C>(name: string, hook: ((client: C) => unknown) | undefined, client: C, failed?: () => void): Promise<void> {
   if (hook === undefined) return
   try {
     await hook(client)
@@ -47,8 +57,19 @@ export async function runHook<C>(name: string, hook: ((client: C) => unknown) | 
   }
 }
 
+/** The onConnect a pool's lanes run, or undefined: the hook, and no transaction left open by it. */
+function connectStep(hooks: PoolHooks): ((queries: LaneQueryable) => Promise<void>) | undefined {
+  const { onConnect } = hooks
+  if (onConnect === undefined) return undefined
+  const step = async (q: LaneQueryable): Promise<void> => {
+    await onConnect(q)
+    if (q.lane.transactionStatus !== 'I') throw new ArgumentError('it left a transaction open')
+  }
+  return (q) => runHook('onConnect', step, q)
+}
+
 /** What a released connection goes through before it serves anyone else, or undefined when nothing. */
-export function releaseSteps(hooks: PoolHooks): ((client: ReservedClient) => Promise<void>) | undefined {
+function releaseSteps(hooks: PoolHooks): ((client: ReservedClient) => Promise<void>) | undefined {
   const { onRelease, reset } = hooks
   if (onRelease === undefined && reset === undefined) return undefined
   return async (client) => {

@@ -169,18 +169,9 @@ export function hostInfo(h: HostState, connections: number, pending: number): Ho
 }
 
 /** A pool on one host: that host, with the role its open connections report. */
-export function singleHost(h: HostAddress, lanes: readonly { readonly lane: { readonly connected: boolean; readonly pendingQueries: number; readonly serverParameters: Readonly<Record<string, string>> } }[]): HostInfo {
+export function singleHost(config: ConnectionConfig, lanes: readonly { readonly lane: { readonly connected: boolean; readonly pendingQueries: number; readonly serverParameters: Readonly<Record<string, string>> } }[]): HostInfo {
+  const h = new HostState(config, config.hosts[0]!)
   const open = lanes.find((l) => l.lane.connected)
-  return {
-    address: describeHost(h),
-    role: open === undefined ? 'unknown' : roleOf(open.lane.serverParameters),
-    connections: lanes.length,
-    pending: lanes.reduce((n, l) => n + l.lane.pendingQueries, 0),
-    lsn: null,
-    lagBytes: null,
-    lagMs: null,
-    lagging: false,
-    down: false,
-    lastError: null,
-  }
+  if (open !== undefined) h.setRole(roleOf(open.lane.serverParameters))
+  return hostInfo(h, lanes.length, lanes.reduce((n, l) => n + l.lane.pendingQueries, 0))
 }

@@ -1,7 +1,7 @@
 import type { ClientOptions } from './client-options.js'
 import { clientKeys } from './client-options.js'
 import type { Request } from './connection/request.js'
-import { ArgumentError, type PgNotice } from './errors.js'
+import type { PgNotice } from './errors.js'
 import type { HostChange } from './pool-cluster.js'
 import { hookKeys, type PoolHooks } from './pool-hooks.js'
 import type { HostInfo, ReplicationLag } from './pool-hosts.js'
@@ -54,12 +54,6 @@ export interface ReserveWaiter {
   readonly since: number
   give(l: PoolLane | Error): void
 }
-
-
-export function checkReserveOptions(options: object): void {
-  for (const k of Object.keys(options)) if (k !== 'readOnly') throw new ArgumentError(`unknown reserve() option "${k}" (it takes readOnly)`)
-}
-
 
 
 /** What waits for a connection: requests, and reservations. */

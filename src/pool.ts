@@ -10,12 +10,12 @@ import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './err
 import { LaneQueryable } from './lane-queryable.js'
 import { Listeners, type Listener, type NotificationHandler } from './notify.js'
 import { clusterOf, type Cluster } from './pool-cluster.js'
-import { checkHooks, releaseSteps, runHook, type PoolHooks } from './pool-hooks.js'
+import { hookSteps, type HookSteps } from './pool-hooks.js'
 import { Lsn } from './replication/lsn.js'
 import { checkHost, singleHost, type HostInfo, type HostState } from './pool-hosts.js'
-import { checkReserveOptions, PoolQueue, poolKeys, spareLane, sweep, type PoolEvents, type PoolOptions } from './pool-options.js'
+import { PoolQueue, poolKeys, spareLane, sweep, type PoolEvents, type PoolOptions } from './pool-options.js'
 import { exclusive, leastOutstanding, plain, type PoolLane, type PoolRouting, type RouteNeed } from './pool-routing.js'
-import { checkRoute, checkTypeOptions, Queryable, type QueryDefaults, type RouteOptions } from './queryable.js'
+import { checkOptionKeys, checkRoute, checkTypeOptions, Queryable, reserveOptionKeys, type QueryDefaults, type RouteOptions } from './queryable.js'
 import { ReservedClient, type Reservation } from './reserved-client.js'
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './subscription.js'
 import type { Transaction, TransactionOptions } from './transaction.js'
@@ -46,8 +46,7 @@ export class Pool extends Queryable {
   readonly #routing: PoolRouting
   /** A pool on several hosts routes by role (see pool-cluster.ts); null on one. */
   readonly #cluster: Cluster | null
-  readonly #hooks: PoolHooks
-  readonly #cleanup: ((client: ReservedClient) => Promise<void>) | undefined
+  readonly #hooks: HookSteps
   readonly #lanes: PoolLane[] = []
   /** Requests and reservations waiting for a connection: every one is reserved and the pool is full, or no host they may use is up yet. */
   readonly #waiting = new PoolQueue()
@@ -74,8 +73,7 @@ export class Pool extends Queryable {
     this.#idleTimeout = nonNegative(opts.idleTimeout, 30_000, 'idleTimeout')
     this.#maxLifetime = nonNegative(opts.maxLifetime, 1_800_000, 'maxLifetime')
     this.#cluster = clusterOf(this.config, opts, this.#clusterOwner())
-    this.#hooks = checkHooks(opts)
-    this.#cleanup = releaseSteps(this.#hooks)
+    this.#hooks = hookSteps(opts)
     this.#routing = this.#cluster ?? leastOutstanding
     this.#checked = checkClientOptions(opts)
     this.#onNotice = opts.onNotice
@@ -136,7 +134,7 @@ export class Pool extends Queryable {
         close: none,
       },
       ...(entry !== undefined ? { orphans: (reqs: Request[], err: Error, afterLoss: boolean) => this.#orphaned(entry(), reqs, err, afterLoss) } : {}),
-      ...(entry !== undefined && this.#hooks.onConnect !== undefined ? { onConnect: (q: Queryable) => runHook('onConnect', this.#hooks.onConnect, q) } : {}),
+      ...(entry !== undefined && this.#hooks.connect !== undefined ? { onConnect: this.#hooks.connect } : {}),
     })
   }
 
@@ -262,7 +260,7 @@ export class Pool extends Queryable {
    */
   async reserve(options?: Pick<RouteOptions, 'readOnly'>): Promise<ReservedClient> {
     if (options !== undefined) {
-      checkReserveOptions(options)
+      checkOptionKeys(options, reserveOptionKeys, 'reserve()')
       checkRoute(options)
     }
     return (await this.#reserve(this.#needOf(options, true))).client
@@ -272,9 +270,9 @@ export class Pool extends Queryable {
     const reserve = async (): Promise<{ reservation: Reservation; client: ReservedClient }> => {
       const { entry, token } = await this.#reserveOne(need)
       const discard = (): void => this.#close(entry, token)
-      const reservation: Reservation = { lane: entry.lane, token, giveBack: () => this.#giveBack(entry, token), cleanup: this.#cleanup, discard }
+      const reservation: Reservation = { lane: entry.lane, token, giveBack: () => this.#giveBack(entry, token), cleanup: this.#hooks.release, discard }
       const client = new ReservedClient(reservation, this.#defaults)
-      await runHook('onReserve', this.#hooks.onReserve, client, discard)
+      await this.#hooks.reserve(client, discard)
       return { reservation, client }
     }
     if (active(acquireChannel)) return traceAcquire(this.#defaults.trace!, this.max, this.#lanes.length, this.waitingCount, reserve)
@@ -447,7 +445,7 @@ export class Pool extends Queryable {
 
   /** Each host: its role, connections, WAL position and lag, as last seen (on one host, the role its connections show). */
   get hosts(): HostInfo[] {
-    return this.#cluster?.info() ?? [singleHost(this.config.hosts[0]!, this.#lanes)]
+    return this.#cluster?.info() ?? [singleHost(this.config, this.#lanes)]
   }
 
   /**

@@ -58,3 +58,12 @@ export function assertCleanError(err: unknown, passwords: readonly string[], wha
     assert.ok(!text.includes(pw) && !text.includes(encodeURIComponent(pw)), `${what}: contains a password: ${text.slice(0, 500)}`)
   }
 }
+
+/** Waits until `ok()` holds, polling every 20 ms; fails naming `what` after `ms`. */
+export async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
+  const deadline = performance.now() + ms
+  while (!(await ok())) {
+    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms} ms`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}

@@ -7,17 +7,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConnectionError, createPool, type HostChange } from '../../src/index.js'
+import { until } from '../helpers/fault-checks.js'
 import { useCluster, type ClusterNode } from '../helpers/cluster.js'
 
 const cluster = useCluster({ name: 'failover' })
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
-  const deadline = performance.now() + ms
-  while (!(await ok())) {
-    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
 
 interface Outcome {
   id: number

@@ -5,6 +5,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConnectionError, createPool, type HostChange, type HostInfo, type Pool, type PoolOptions } from '../../src/index.js'
+import { until } from '../helpers/fault-checks.js'
 import { useCluster, type ClusterNode } from '../helpers/cluster.js'
 
 const cluster = useCluster({ name: 'routing' })
@@ -17,14 +18,6 @@ async function withPool(url: string, options: PoolOptions, fn: (pool: Pool) => P
     await fn(pool)
   } finally {
     await pool.end()
-  }
-}
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = performance.now() + ms
-  while (!(await ok())) {
-    if (performance.now() > deadline) throw new Error(`${what}: not within ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 20))
   }
 }
 
