@@ -187,7 +187,10 @@ export class Lane {
     // unnamed statements from the start. Finding out from a lost statement
     // instead costs an error in a pipeline, and PgBouncer before 1.21 can
     // drop replies that follow an error in transaction mode.
-    if (!(conn.processId > 0 && conn.processId <= MAX_PLAUSIBLE_PID)) session.namedStatementsLost()
+    const pooler = this.config.pooler
+    // A session-mode pooler keeps one server connection per client, so statements stay prepared there.
+    if (pooler === 'session') session.pooling = 'direct'
+    else if (pooler === 'transaction' || !(conn.processId > 0 && conn.processId <= MAX_PLAUSIBLE_PID)) session.namedStatementsLost()
     conn.attachment = session
     this.conn = conn
     this.state = State.Connected

@@ -55,7 +55,7 @@ export class Client extends Queryable {
     this.#onNotice = opts.onNotice
     this.#catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
     for (const t of checked.customTypes) this.registerType(t)
-    this.#defaults = { rowMode: checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true), limits: checked.limits }
+    this.#defaults = { rowMode: checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true), limits: checked.limits, refuseSessionState: this.config.pooler === 'transaction' }
     this.#listeners = new Listeners((sql) => this.query(sql).then(() => undefined))
     this.#lane = new Lane({
       config: this.config,

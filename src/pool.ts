@@ -79,7 +79,7 @@ export class Pool extends Queryable {
     this.#onNotice = opts.onNotice
     this.#catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
     for (const t of this.#checked.customTypes) this.registerType(t)
-    this.#defaults = { rowMode: this.#checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true), limits: this.#checked.limits }
+    this.#defaults = { rowMode: this.#checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true), limits: this.#checked.limits, refuseSessionState: this.config.pooler === 'transaction' }
     exposeInternals(this, { emitter: this.#emitter, lanes: () => [...this.#lanes.map((l) => l.lane), ...(this.#notifier === null ? [] : [this.#notifier.lane])] })
   }
 

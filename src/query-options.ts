@@ -138,6 +138,8 @@ export interface QueryDefaults {
   readonly trace?: TraceBase
   /** maxRows and maxBytes for every query, unless it sets its own. */
   readonly limits?: ResultLimits | undefined
+  /** Behind a transaction-mode pooler: statements that would leave state on a server session are refused (see pooler-mode.ts). */
+  readonly refuseSessionState?: boolean
 }
 
 /** maxRows and maxBytes as given (a client's, a pool's or a query's own) over `base`; undefined when neither bounds anything. */

@@ -3,6 +3,7 @@ import { CopyInStream, CopyOutStream, type CopyResult } from './copy-streams.js'
 import { checkColumns, checkKeys, checkSignal, checkText, checkTimeout, copyOptions, MESSAGE_BYTES, positiveInt, rowSource } from './call-args.js'
 import { checkTableName, copyFromStatement, copyQueryBody, copyToStatement, createCopyDecoder, createCopyEncoder, quoteIdentifier, resolveCopyOptions, type CopyEncoder, type CopyRow } from './copy/format.js'
 import { ArgumentError, rejectionAtCaller, withCaller } from './errors.js'
+import { refuseSessionState } from './pooler-mode.js'
 import type { Writer } from './protocol/writer.js'
 import { CopyIn, CopyOut } from './query/copy.js'
 import { CopyRowsSink } from './query/copy-rows.js'
@@ -35,9 +36,10 @@ import { checkRoute, checkOptionKeys, checkQueryRowMode, checkRowMode, resolveLi
 const noop = (): void => {}
 
 /** The values of query(), stream(), cursor() and queryRaw(), after checking the text and values. */
-function checkQuery(text: unknown, values: unknown): readonly unknown[] {
+function checkQuery(d: QueryDefaults, text: unknown, values: unknown): readonly unknown[] {
   if (typeof text !== 'string') throw new ArgumentError(`query text must be a string, not ${text === null ? 'null' : typeof text}`)
   if (values !== undefined && !Array.isArray(values)) throw new ArgumentError('query values must be an array')
+  if (d.refuseSessionState === true) refuseSessionState(text)
   return (values ?? []) as unknown[]
 }
 
@@ -78,7 +80,7 @@ const declaredOf = (values: readonly unknown[]): number[] | null => (values.leng
 
 /** Builds the request for query(); throws ArgumentError for bad arguments. */
 export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, options: QueryOptions | undefined): ExtendedQuery {
-  const vals = checkQuery(text, values)
+  const vals = checkQuery(d, text, values)
   const req = new ExtendedQuery(text as string, vals, settingsOf(d, options, queryOptionKeys, 'query', true), declaredOf(vals))
   arm(req, d, options)
   return req
@@ -87,6 +89,7 @@ export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, opti
 export function makeSimpleQuery(d: QueryDefaults, text: unknown, options: SimpleQueryOptions | undefined): SimpleQuery {
   if (typeof text !== 'string') throw new ArgumentError('query text must be a string')
   if (text.includes('\0')) throw new ArgumentError('query text cannot contain a NUL character')
+  if (d.refuseSessionState === true) refuseSessionState(text)
   if (options !== undefined) {
     checkOptionKeys(options, simpleQueryOptionKeys, 'simpleQuery')
     checkRoute(options)
@@ -172,7 +175,7 @@ export abstract class Queryable {
     let req: DescribeQuery
     try {
       const d = this.defaults()
-      req = new DescribeQuery(text, checkQuery(text, undefined), settingsOf(d, options, describeOptionKeys, 'describe'), null)
+      req = new DescribeQuery(text, checkQuery(d, text, undefined), settingsOf(d, options, describeOptionKeys, 'describe'), null)
       arm(req, d, options)
     } catch (err) {
       return Promise.reject(err as Error)
@@ -242,7 +245,7 @@ export abstract class Queryable {
     }
     try {
       const d = this.defaults()
-      const vals = checkQuery(text, values)
+      const vals = checkQuery(d, text, values)
       const req = request(c, settingsOf(d, options, known, kind), vals)
       arm(req, d, options)
       c.bind(req, (req) => this.aside(kind, text, values, req, options), null)
@@ -274,7 +277,7 @@ export abstract class Queryable {
       sink = new RawPassThrough(destination, format === 'text' ? () => false : binaryDecodable)
       const { signal, timeout, prepare } = options ?? {}
       const defaults = this.defaults()
-      const vals = checkQuery(text, values)
+      const vals = checkQuery(defaults, text, values)
       const narrowed = { signal, timeout, prepare }
       req = new RawQuery(text, vals, settingsOf(defaults, narrowed, rawOptionKeys, 'queryRaw'), declaredOf(vals), sink)
       arm(req, defaults, narrowed)

@@ -42,6 +42,9 @@ class Wire implements RequestContext, MessageSink {
   readonly writable = true
   /** Bytes handed to the "socket". */
   written = 0
+  // Stamped as Connection stamps them, so results cost here what they cost there.
+  writeStamp = { at: 0 }
+  readAt = 0
   private readonly writer = new Writer()
   private readonly framer = new Framer(this)
   private readonly inflight: Request[] = []
@@ -68,13 +71,18 @@ class Wire implements RequestContext, MessageSink {
   /** What Connection's nextTick flush does. */
   flush(): Uint8Array {
     const out = this.writer.take()
+    this.writeStamp.at = performance.now()
+    this.writeStamp = { at: 0 }
     this.written += out.length
     return out
   }
 
   /** The server's bytes, as socket reads. */
   receive(chunks: readonly Uint8Array[]): void {
-    for (const c of chunks) this.framer.push(c)
+    for (const c of chunks) {
+      this.readAt = performance.now()
+      this.framer.push(c)
+    }
   }
 
   onMessage(type: number, buf: Uint8Array, start: number, end: number): void {

@@ -38,6 +38,7 @@ export const KEYWORDS = [
   'client_encoding',
   // pipegres's own.
   'prepare',
+  'pooler',
   'statement_cache_size',
 ] as const
 
@@ -146,6 +147,7 @@ export const OPTION_FOR_KEYWORD: Readonly<Record<Keyword, string | undefined>> =
   sslcompression: undefined,
   client_encoding: undefined,
   prepare: 'prepare',
+  pooler: 'pooler',
   statement_cache_size: 'statementCacheSize',
 }
 

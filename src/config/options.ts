@@ -84,6 +84,15 @@ export interface ConnectOptions {
   passfile?: string
   /** Use named, cached prepared statements. Default true; false for PgBouncer in transaction mode. */
   prepare?: boolean
+  /**
+   * What the hosts are, when they are a connection pooler (URL: `pooler=transaction`).
+   * `'transaction'` for a transaction-mode pooler (PgBouncer's `pool_mode=transaction`):
+   * listen() and statements that would leave state on a server session (SET, LISTEN,
+   * DECLARE ... WITH HOLD, PREPARE, CREATE TEMP TABLE) are refused with an error naming
+   * them, and no query is spent finding out. `'session'` for a session-mode pooler.
+   * Default: not said.
+   */
+  pooler?: 'session' | 'transaction'
   /** Prepared statements kept per connection before the least recently used is closed; 0 disables the cache (statements are then unnamed). Default 256. */
   statementCacheSize?: number
   /** Largest message accepted from the server, in bytes. Default 1 GiB + 64 KiB. */
@@ -125,6 +134,7 @@ const OPTION_FIELDS: readonly OptionField[] = [
   'replication',
   'passfile',
   'prepare',
+  'pooler',
   'statementCacheSize',
   'maxMessageSize',
 ]

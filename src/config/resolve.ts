@@ -68,6 +68,7 @@ const TARGET_SESSION_ATTRS: readonly TargetSessionAttrs[] = [
   'prefer-standby',
 ]
 const LOAD_BALANCE: readonly ('disable' | 'random')[] = ['disable', 'random']
+const POOLER_MODES: readonly ('session' | 'transaction')[] = ['session', 'transaction']
 const GSSENC_MODES = ['disable', 'prefer', 'require'] as const
 
 /** Startup parameters the client sets itself; a `params` entry must not fight them. */
@@ -136,6 +137,7 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
   const channelBindingFound = src.find('channelBinding', 'channel_binding')
   const targetFound = src.find('targetSessionAttrs', 'target_session_attrs')
   const loadBalanceFound = src.find('loadBalanceHosts', 'load_balance_hosts')
+  const poolerFound = src.find('pooler', 'pooler')
 
   return hideSecrets({
     hosts,
@@ -168,6 +170,7 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
     loadBalanceHosts: loadBalanceFound === undefined ? 'disable' : parseEnum(text(loadBalanceFound), LOAD_BALANCE, loadBalanceFound.origin),
     replication: resolveReplication(src.find('replication', 'replication')),
     prepare: bool(src.find('prepare', 'prepare'), true),
+    pooler: poolerFound === undefined ? undefined : parseEnum(text(poolerFound), POOLER_MODES, poolerFound.origin),
     statementCacheSize: count(src.find('statementCacheSize', 'statement_cache_size'), DEFAULT_STATEMENT_CACHE_SIZE, 0),
     maxMessageSize: count(src.find('maxMessageSize', undefined), DEFAULT_MAX_MESSAGE_SIZE, 1),
   })

@@ -78,6 +78,13 @@ export interface ConnectionConfig {
 
   /** pipegres: use named, cached prepared statements (false for PgBouncer in transaction mode). */
   prepare: boolean
+  /**
+   * pipegres: what the hosts are, when they are known to be a pooler. 'transaction': a
+   * transaction-mode pooler (statements that would leave state on a server session are
+   * refused); 'session': a session-mode pooler, which keeps a server connection per
+   * client like a direct connection; undefined: not said (found out when it matters).
+   */
+  pooler: 'session' | 'transaction' | undefined
   /** pipegres: how many prepared statements one connection keeps before closing the least recently used. */
   statementCacheSize: number
   /** pipegres: the largest message accepted from the server, in bytes. */

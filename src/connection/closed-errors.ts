@@ -1,4 +1,6 @@
 import { ConnectionError, PgError, type PgErrorFields } from '../errors.js'
+import type { Queue } from './queue.js'
+import type { Request } from './request.js'
 
 /**
  * The error for a request that meets a connection already closed: a fresh
@@ -32,4 +34,26 @@ export function queryLost(err: Error, mayHaveRun: boolean): Error {
   if (!(err instanceof ConnectionError) || err.mayHaveRun === mayHaveRun) return err
   const note = mayHaveRun ? 'the query had been sent and may have run' : 'the query never ran'
   return new ConnectionError(err.code, `${err.message} (${note})`, err.cause === undefined ? { mayHaveRun } : { cause: err.cause, mayHaveRun })
+}
+
+/**
+ * After a FATAL outside a transaction block: the server was working on the
+ * request at the head, and ends the connection before reading on, so none of
+ * the requests pipelined behind it had started. Those that can be written
+ * again leave the in-flight queue, to go to another connection as if never
+ * sent. (Inside a transaction block they stay and fail: they belonged to a
+ * transaction that is gone.) A request holding the writer (one whose type
+ * lookup runs ahead of it) has seen replies already and stays too.
+ */
+export function notStarted(inflight: Queue<Request>, holders: ReadonlySet<object>): Request[] {
+  if (inflight.length < 2) return []
+  const head = inflight.shift()!
+  const again: Request[] = []
+  const stay: Request[] = [head]
+  for (const req of inflight.drain()) {
+    if (!holders.has(req) && req.rewind?.() === true) again.push(req)
+    else stay.push(req)
+  }
+  for (const req of stay) inflight.push(req)
+  return again
 }

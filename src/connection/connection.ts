@@ -8,10 +8,10 @@ import { SqlState } from '../protocol/sql-state.js'
 import { writeTerminate } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
 import { Queue } from './queue.js'
-import type { Request, RequestContext } from './request.js'
+import type { Request, RequestContext, WriteStamp } from './request.js'
 import { cancelTimeoutOf, openCancelChannel } from './cancel.js'
 import { CancelScheduler, type CancelHost } from './cancel-scheduler.js'
-import { closedError, fatalError, queryLost } from './closed-errors.js'
+import { closedError, fatalError, notStarted, queryLost } from './closed-errors.js'
 import type { ConnectionEvents } from './connection-events.js'
 import { Startup } from './startup.js'
 import { describeHost, socketError, type Transport } from './transport.js'
@@ -61,6 +61,9 @@ export class Connection implements MessageSink, RequestContext {
    * for; and whether it said anything since a cancel reached it.
    */
   private chunksRead = 0
+  /** See RequestContext.writeStamp and readAt. */
+  writeStamp: WriteStamp = { at: 0 }
+  readAt = 0
   /** What the owner attached (the query layer's session for this connection). */
   attachment: unknown = null
   /** Queries that failed with query_canceled while a cancel aimed at another was outstanding: should stay 0. */
@@ -259,6 +262,8 @@ export class Connection implements MessageSink, RequestContext {
   private flush(): void {
     if (this.writer.length === 0 || this.state === State.Closed) return
     const chunk = this.writer.take()
+    this.writeStamp.at = performance.now()
+    this.writeStamp = { at: 0 }
     if (!this.socket.write(chunk)) this.blocked = true
   }
 
@@ -284,6 +289,7 @@ export class Connection implements MessageSink, RequestContext {
   private onData(chunk: Buffer): void {
     if (this.state === State.Closed) return
     this.chunksRead++
+    this.readAt = performance.now()
     try {
       this.framer.push(chunk)
       const head = this.inflight.peek()
@@ -443,7 +449,7 @@ export class Connection implements MessageSink, RequestContext {
     const wasStartup = this.startup !== null
     this.state = State.Closed
     this.closeError = err
-    const again = this.fatal && !wasStartup ? this.notStarted() : []
+    const again = this.fatal && !wasStartup && this.transactionStatus === 'I' ? notStarted(this.inflight, this.holders) : []
     this.holders.clear()
     this.pausers.clear()
     this.canceller?.dispose()
@@ -466,29 +472,6 @@ export class Connection implements MessageSink, RequestContext {
       if (wasStartup) this.settleStartup(err)
       else this.events.close?.(err, [])
     } else this.events.close(err, unsent)
-  }
-
-  /**
-   * After a FATAL: the server was working on the request at the head, and
-   * ends the connection before reading on, so none of the requests pipelined
-   * behind it had started. Those that can be written again leave the in-flight
-   * queue, to go to another connection as if never sent. Inside a transaction
-   * block they stay and fail: they belonged to a transaction that is gone.
-   * A request holding the writer (one whose type lookup runs ahead of it) has
-   * seen replies already and stays too.
-   */
-  private notStarted(): Request[] {
-    const inflight = this.inflight
-    if (inflight.length < 2 || this.transactionStatus !== 'I') return []
-    const head = inflight.shift()!
-    const again: Request[] = []
-    const stay: Request[] = [head]
-    for (const req of inflight.drain()) {
-      if (!this.holders.has(req) && req.rewind?.() === true) again.push(req)
-      else stay.push(req)
-    }
-    for (const req of stay) inflight.push(req)
-    return again
   }
 
   private onSocketClose(): void {

@@ -86,4 +86,17 @@ export interface RequestContext {
   whenWritable(fn: () => void): void
   /** What the owner attached to this connection (the query layer's session). */
   readonly attachment: unknown
+  /** The write the request's messages go out with: stamped when it is handed to the socket. */
+  readonly writeStamp: WriteStamp
+  /** When the socket read being handled now arrived (performance.now()). */
+  readonly readAt: number
+}
+
+/**
+ * The moment one write of a connection was handed to the socket: every
+ * request encoded into the same write shares the object, so stamping the
+ * write costs one clock read for all of them, not one per request.
+ */
+export interface WriteStamp {
+  at: number
 }

@@ -1,4 +1,5 @@
-import type { RequestContext } from '../connection/request.js'
+import type { RequestContext, WriteStamp } from '../connection/request.js'
+import type { QueryTiming } from './timing.js'
 import type { PgNotice } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import type { ColumnBuilder } from '../types/columns.js'
@@ -104,7 +105,18 @@ export class Exchange {
   received = 0
   receivedBytes = 0
 
-  constructor(readonly ctx: RequestContext) {}
+  /** The write this exchange's messages went out with, and when its first reply arrived (0: not yet): see QueryTiming. */
+  readonly written: WriteStamp
+  firstByte = 0
+
+  constructor(readonly ctx: RequestContext) {
+    this.written = ctx.writeStamp
+  }
+
+  /** The timing of a result complete now, of a query issued at `queued`. */
+  timing(queued: number): QueryTiming {
+    return { queued, written: this.written.at, firstByte: this.firstByte, completed: performance.now() }
+  }
 
   /** Binds with `formats`, decoding rows by the shape's plan. */
   useShape(formats: number[], shape: Shape): void {

@@ -267,6 +267,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
 
   handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
     const x = this.x!
+    if (x.firstByte === 0) x.firstByte = x.ctx.readAt
     switch (type) {
       case Backend.DataRow:
         if (x.step !== Step.Rows) {
@@ -475,8 +476,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
   /** The result: rows gathered, command tag, columns. */
   protected outcome(x: Exchange): T {
     const { command, rowCount } = parseCommandTag(x.tag)
-    const result: Result<unknown> = { rows: x.rows ?? [], rowCount, command, fields: x.fields, notices: x.notices ?? noNotices }
-    return result as T
+    return { rows: x.rows ?? [], rowCount, command, fields: x.fields, notices: x.notices ?? noNotices, timing: x.timing(this.queued) } satisfies Result<unknown> as T
   }
 
   fail(err: Error, _sent: boolean): void {

@@ -1,6 +1,7 @@
 import type { PgNotice } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import type { Columns, NullBitmaps } from '../types/columns.js'
+import type { QueryTiming } from './timing.js'
 
 /** A result column: a RowDescription field. */
 export type Field = FieldDescription
@@ -27,6 +28,8 @@ export interface Result<R = Row> {
    * (RAISE NOTICE, warnings), in order; empty (one shared, frozen array) when none.
    */
   notices: readonly PgNotice[]
+  /** When the query was issued, written, answered and complete: see QueryTiming. */
+  timing: QueryTiming
   /** With rowMode 'columns' (rows is then empty): the values by column name. */
   columns?: Columns
   /** With rowMode 'columns': which rows of each typed-array column are NULL (see NullBitmaps). */

@@ -28,6 +28,8 @@ export abstract class SettlingRequest<T> implements Abortable {
   protected extra: Extra | null = null
   /** The exchange with the server, from the moment the query is written. */
   protected x: Exchange | null = null
+  /** When the query was issued: see QueryTiming. */
+  protected readonly queued = performance.now()
 
   constructor(declared: number[] | null) {
     this.promise = new Promise((resolve) => {

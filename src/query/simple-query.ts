@@ -1,6 +1,6 @@
 import { PgError, ProtocolError, type PgErrorFields, type PgNotice, rejectionAtCaller } from '../errors.js'
 import { copyBytes } from '../protocol/reader.js'
-import type { Request, RequestContext } from '../connection/request.js'
+import type { Request, RequestContext, WriteStamp } from '../connection/request.js'
 import { decodeCommandComplete, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
 import { writeCopyFail, writeQuery } from '../protocol/frontend.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
@@ -51,6 +51,10 @@ export class SimpleQuery implements Request, Abortable {
   private ctx: RequestContext | null = null
   /** Notices raised by the statement running now: they go with its result. */
   private notices: PgNotice[] | null = null
+  /** See QueryTiming: when the query was issued, and when the statement running now saw its first reply (0: not yet). */
+  private readonly queued = performance.now()
+  private firstByte = 0
+  private written: WriteStamp | null = null
 
   constructor(
     readonly text: string,
@@ -97,6 +101,7 @@ export class SimpleQuery implements Request, Abortable {
 
   encode(w: Writer, ctx: RequestContext): void {
     this.ctx = ctx
+    this.written = ctx.writeStamp
     this.session = ctx.attachment as Session
     writeQuery(w, this.text)
   }
@@ -111,6 +116,7 @@ export class SimpleQuery implements Request, Abortable {
   }
 
   handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
+    if (this.firstByte === 0) this.firstByte = this.ctx!.readAt
     switch (type) {
       case Backend.DataRow: {
         if (this.step !== Step.Rows) this.violation(type)
@@ -189,8 +195,10 @@ export class SimpleQuery implements Request, Abortable {
   }
 
   private finishStatement(command: string, rowCount: number | null): void {
-    const result = { rows: this.rows, rowCount, command, fields: this.fields, notices: this.notices ?? noNotices }
+    const timing = { queued: this.queued, written: this.written!.at, firstByte: this.firstByte, completed: performance.now() }
+    const result = { rows: this.rows, rowCount, command, fields: this.fields, notices: this.notices ?? noNotices, timing }
     this.notices = null
+    this.firstByte = 0
     this.results.push(result)
     if (this.held !== null) {
       const catalog = this.session.catalog

@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { connect, createPool, PgError, type Client, type ClientOptions, type Pool, type PoolOptions } from '../../src/index.js'
+import { ArgumentError, connect, createPool, PgError, type Client, type ClientOptions, type Pool, type PoolOptions } from '../../src/index.js'
 import { findPgBouncer, startPgBouncer, type PgBouncerOptions, type RunningPgBouncer } from '../../harness/pgbouncer.js'
 import { adminQuery, getTestServer } from '../helpers/server.js'
 import { uniqueName } from '../helpers/client.js'
@@ -285,4 +285,47 @@ test('what transaction mode cannot keep: a holdable cursor is missing on another
   const other = await freeAllBut([o1, o2], cursorPid)
   await assert.rejects(c.simpleQuery('FETCH 1 FROM held_cursor'), (e: unknown) => e instanceof PgError && e.code === '34000')
   await other.release()
+})
+
+test("pooler: 'transaction' refuses what transaction mode cannot keep, before sending it, and the rest works", { skip }, async () => {
+  const url = await bouncer({ poolMode: 'transaction', poolSize: 2 })
+  const c = await client(`${url}&pooler=transaction`)
+  const p = pool(url, { pooler: 'transaction' })
+  const refused = (what: string) => (e: unknown) => e instanceof ArgumentError && e.message.startsWith(`${what} cannot work through a transaction-mode pooler (pooler: 'transaction')`)
+  for (const db of [c, p]) {
+    await assert.rejects(db.listen('jobs', () => {}), refused('LISTEN'))
+    await assert.rejects(db.query('SET search_path = app'), refused('SET'))
+    await assert.rejects(db.simpleQuery('SELECT 1; SET statement_timeout = 1'), refused('SET'))
+    await assert.rejects(db.query('DECLARE c CURSOR WITH HOLD FOR SELECT 1'), refused('DECLARE ... WITH HOLD'))
+    await assert.rejects(db.query('CREATE TEMP TABLE t (a int)'), refused('CREATE TEMP TABLE'))
+    // What ends with its transaction is fine.
+    const shown = await db.begin(async (tx) => {
+      await tx.query("SET LOCAL application_name = 'inside'")
+      return (await tx.query<{ name: string }>("SELECT current_setting('application_name') AS name")).rows[0]!.name
+    })
+    assert.equal(shown, 'inside')
+    const sizes: number[] = []
+    for await (const rows of db.cursor<{ n: number }>('SELECT generate_series(1, 250) AS n', [], { batchSize: 100 })) sizes.push(rows.length)
+    assert.deepEqual(sizes, [100, 100, 50])
+    assert.equal(await selectLoad(db, `tp-${db === c ? 'c' : 'p'}`, 3, 100), 300)
+  }
+  // Nothing refused reached the server: its sessions have no LISTEN and no setting from here.
+  const check = await client(url)
+  assert.deepEqual((await check.query('SELECT pg_listening_channels() AS c')).rows, [])
+})
+
+test("pooler: 'session' keeps named statements behind a session-mode pooler, whose backend pids look made up", { skip }, async () => {
+  const url = await bouncer({ poolMode: 'session', poolSize: 2 })
+  const prepared = async (c: Client): Promise<number> => {
+    for (let i = 0; i < 3; i++) await c.query('SELECT $1::int AS n', [i])
+    return Number((await c.query('SELECT count(*) AS n FROM pg_prepared_statements')).rows[0]!.n)
+  }
+  // Without the option the pooler's made-up pid makes the client use unnamed statements.
+  const unsaid = await client(url)
+  assert.equal(await prepared(unsaid), 0)
+  await unsaid.end()
+  const said = await client(url, { pooler: 'session' })
+  assert.ok((await prepared(said)) >= 1)
+  await said.query('SET search_path = public')
+  assert.equal(await said.listen('fine_here', () => {}).then((l) => l.unlisten()), undefined)
 })

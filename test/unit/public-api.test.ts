@@ -175,7 +175,7 @@ const expectedNames = [
   'Listener', 'LogicalMessage', 'Lsn', 'Money', 'Notification', 'NotificationHandler',
   'NullBitmaps', 'OriginMessage', 'ParameterError', 'PasswordSource', 'PgError', 'PgErrorFields',
   'PgNotice', 'PipegresError', 'Pool', 'PoolEvents', 'PoolHooks', 'PoolOptions', 'PrepareMessage',
-  'ProtocolError', 'ProtocolVersion', 'QueryOptions', 'QueryRowMode', 'QueryTrace', 'Queryable',
+  'ProtocolError', 'ProtocolVersion', 'QueryOptions', 'QueryRowMode', 'QueryTiming', 'QueryTrace', 'Queryable',
   'Range', 'RangeBounds', 'RawDestination', 'RawOptions', 'RawResult', 'ReadSlot', 'Relation',
   'RelationColumn', 'RelationMessage', 'ReplicateOptions', 'ReplicationConnection',
   'ReplicationError', 'ReplicationFailure', 'ReplicationLag', 'ReplicationStream', 'ReplicationStreamEvents',
