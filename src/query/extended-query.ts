@@ -3,6 +3,8 @@ import type { FieldDescription } from '../protocol/backend.js'
 import { DISCARD, Exchange, noFormats, Step } from './exchange.js'
 import { ColumnBuilder } from '../types/columns.js'
 import { ExtendedRequest } from './extended-request.js'
+import { allBinary, binaryPlan, unnamedPlan } from './describe-cache.js'
+import { cacheableText, statementKey } from './statement-cache.js'
 import type { Result } from './result.js'
 
 export type { QueryRowMode, RowMode } from './result.js'
@@ -20,14 +22,21 @@ export class ExtendedQuery extends ExtendedRequest {
     const catalog = this.session.catalog
     const view = this.settings.view
     if (x.plan === null) {
-      // Bound before the description was known: the rows come in text.
+      // Bound before the description was known: a named statement's rows come in text, an unnamed one's as DescribeCache chose.
       if (x.stmt !== null) {
         const shape = x.stmt.shape(view, catalog)
         x.plan = shape.textPlan
         x.planVersion = shape.version
         x.planUnknown = shape.unknown
       } else {
-        x.plan = view.plan(fields, noFormats)
+        try {
+          x.plan = unnamedPlan(cacheableText(this.text) ? this.session.described : null, statementKey(this.text, this.extra?.declared ?? null), fields, x.formats, catalog, view)
+        } catch (err) {
+          // Its rows cannot be read: they are let pass, and the query fails with why.
+          x.failure = err as Error
+          this.flags |= DISCARD
+          x.plan = view.plan(fields, noFormats)
+        }
         x.planVersion = catalog.version
         x.planUnknown = fields.filter((f) => !catalog.knows(f.typeOid)).map((f) => f.typeOid)
       }
@@ -81,7 +90,7 @@ export class ExtendedQuery extends ExtendedRequest {
     const held = x.held!
     x.held = null
     try {
-      x.plan = this.settings.view.plan(x.fields, x.formats)
+      x.plan = x.formats === allBinary ? binaryPlan(x.fields, this.settings.view) : this.settings.view.plan(x.fields, x.formats)
     } catch (err) {
       x.failure ??= err as Error
     }

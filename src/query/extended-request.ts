@@ -213,7 +213,10 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     }
     presize(w, this.values)
     const view = this.settings.view
-    writeBind(w, '', '', this.values.length, (w, i) => writeParam(w, view, this.values, i, declared[i] ?? 0), noFormats)
+    // Binary results once the text's columns are known to allow it (see DescribeCache); a raw consumer keeps its own choice.
+    const known = cacheableText(this.text) ? sessionOf(ctx).described.formats(statementKey(this.text, this.extra?.declared ?? null), sessionOf(ctx).catalog.version, view) : null
+    x.formats = known === null ? noFormats : this.resultFormats(noFields, known)
+    writeBind(w, '', '', this.values.length, (w, i) => writeParam(w, view, this.values, i, declared[i] ?? 0), x.formats)
     writeDescribe(w, 'P', '')
     writeExecuteSync(w)
   }
@@ -352,8 +355,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
       else x.step = Step.PortalDesc
       return
     }
-    // A statement parsed by an earlier request is described by now: its
-    // Describe replies came before this Bind's.
+    // A statement parsed by an earlier request is described by now: its Describe replies came before this Bind's.
     const fields = x.stmt.fields
     if (fields === null) throw new ProtocolError('server completed a Bind for a statement it never described')
     this.rowsBegin(x, fields)
@@ -414,8 +416,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     this.failed(x, fields, err)
     x.step = Step.Complete
     if ((this.flags & UNSYNCED) !== 0) {
-      // Written without a Sync yet (a statement described before it is bound,
-      // a cursor between batches): the server now skips to one.
+      // Written without a Sync yet (a statement described before it is bound, a cursor between batches): the server now skips to one.
       this.flags &= ~(BIND_DEFERRED | UNSYNCED)
       x.ctx.writeNow(writeSync)
       x.ctx.releaseWriter(this)
@@ -432,8 +433,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     }
     if (x.step !== Step.Complete && x.step !== Step.CopyInRefused) this.violation(Backend.ReadyForQuery)
     this.release(x)
-    // Inside a transaction block the failure aborted the transaction: sending
-    // the query again would only fail with 25P02, so the error is reported.
+    // Inside a transaction block the failure aborted the transaction: sent again, it would only fail with 25P02.
     if (x.resend && (status !== IDLE || this.abortError !== null || this.extras().resent >= MAX_RESENDS)) x.resend = false
     if (!x.resend) this.finish(x)
     if (x.closes > 0) {

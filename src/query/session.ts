@@ -6,6 +6,7 @@ import type { TypeInfo } from '../types/type-info.js'
 import type { TypeView } from '../types/view.js'
 import { ExtendedQuery } from './extended-query.js'
 import { StatementCache } from './statement-cache.js'
+import { DescribeCache } from './describe-cache.js'
 
 /**
  * What queries on one connection share: its prepared statements, the type
@@ -26,6 +27,8 @@ export class Session {
    */
   statements: StatementCache | null
   pooling: Pooling = 'unknown'
+  /** Texts whose unnamed statements may return binary results (see DescribeCache). */
+  readonly described = new DescribeCache()
   /** A probe of `pooling` is on its way (see Client.probePooling). */
   probing = false
   /** Type lookups in flight, by OID, so a type is looked up once however many queries meet it. */
