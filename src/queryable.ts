@@ -1,9 +1,8 @@
 import type { Request } from './connection/request.js'
 import { CopyInStream, CopyOutStream, type CopyResult } from './copy-streams.js'
-import { checkColumns, checkKeys, checkSignal, checkText, checkTimeout, copyOptions, MESSAGE_BYTES, positiveInt, rowSource } from './call-args.js'
+import { checkColumns, checkKeys, checkText, copyOptions, MESSAGE_BYTES, positiveInt, rowSource } from './call-args.js'
 import { checkTableName, copyFromStatement, copyQueryBody, copyToStatement, createCopyDecoder, createCopyEncoder, quoteIdentifier, resolveCopyOptions, type CopyEncoder, type CopyRow } from './copy/format.js'
 import { ArgumentError, rejectionAtCaller, withCaller } from './errors.js'
-import { refuseSessionState } from './pooler-mode.js'
 import type { Writer } from './protocol/writer.js'
 import { CopyIn, CopyOut } from './query/copy.js'
 import { CopyRowsSink } from './query/copy-rows.js'
@@ -12,7 +11,7 @@ import { Cursor } from './query/cursor.js'
 import { CursorQuery } from './query/cursor-query.js'
 import { DescribeQuery, type Description } from './query/describe-query.js'
 import { StreamQuery } from './query/consumer-request.js'
-import { ExtendedQuery } from './query/extended-query.js'
+import type { ExtendedQuery } from './query/extended-query.js'
 import type { ExtendedRequest } from './query/extended-request.js'
 import type { QuerySettings } from './query/exchange.js'
 import { RawQuery } from './query/raw-query.js'
@@ -20,13 +19,14 @@ import { RawPassThrough, type RawDestination } from './query/raw.js'
 import type { Result, Row } from './query/result.js'
 import { RowStream } from './query/stream.js'
 import { binaryDecodable } from './wire/formats.js'
-import { SimpleQuery } from './query/simple-query.js'
+import type { SimpleQuery } from './query/simple-query.js'
 import { buildQuery } from './query/sql-template.js'
-import { declaredTypes } from './query/typed.js'
 import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
 
 export * from './query-options.js'
-import { checkRoute, checkOptionKeys, checkQueryRowMode, checkRowMode, resolveLimits, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, queryOptionKeys, rawOptionKeys, simpleQueryOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { checkOptionKeys, checkRowMode, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { arm, checkQuery, declaredOf, makeQuery, makeSimpleQuery, settingsOf } from './query-requests.js'
+export { makeQuery, makeSimpleQuery } from './query-requests.js'
 
 // What every object that runs queries shares (a client, a transaction, a
 // reserved pool connection, a pool): turning user calls into requests, with the
@@ -35,72 +35,9 @@ import { checkRoute, checkOptionKeys, checkQueryRowMode, checkRowMode, resolveLi
 
 const noop = (): void => {}
 
-/** The values of query(), stream(), cursor() and queryRaw(), after checking the text and values. */
-function checkQuery(d: QueryDefaults, text: unknown, values: unknown): readonly unknown[] {
-  if (typeof text !== 'string') throw new ArgumentError(`query text must be a string, not ${text === null ? 'null' : typeof text}`)
-  if (values !== undefined && !Array.isArray(values)) throw new ArgumentError('query values must be an array')
-  if (d.refuseSessionState === true) refuseSessionState(text)
-  return (values ?? []) as unknown[]
-}
-
-/**
- * A query's settings: the queryable's defaults themselves when the options
- * change none of them (no allocation for the common case), else one object
- * with the options over the defaults. Every option is checked here, unknown
- * ones included, before a request exists.
- */
-function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, known: ReadonlySet<string>, what: string, columns = false): QuerySettings {
-  if (options === undefined) return d
-  checkOptionKeys(options, known, what)
-  checkSignal(options.signal)
-  checkTimeout(options.timeout)
-  checkRoute(options)
-  if (options.rowMode === undefined && options.prepare === undefined && options.types === undefined && options.maxRows === undefined && options.maxBytes === undefined) return d
-  return {
-    rowMode: options.rowMode === undefined ? d.rowMode : columns ? checkQueryRowMode(options.rowMode) : checkRowMode(options.rowMode),
-    prepare: options.prepare !== undefined ? options.prepare === true && d.prepare : d.prepare,
-    view: options.types !== undefined ? d.catalog.view(checkTypeOptions(options.types, 'types')) : d.view,
-    limits: resolveLimits(options.maxRows, options.maxBytes, d.limits, ''),
-  }
-}
-
-/** Ties a request to its signal and timeout (checked by settingsOf). */
-function arm(req: Pick<ExtendedRequest, 'abort' | 'watch'>, d: QueryDefaults, options: { signal?: AbortSignal; timeout?: number } | undefined): void {
-  const signal = options?.signal
-  if (signal?.aborted) req.abort(abortErrorOf(signal))
-  else req.watch(signal, options?.timeout ?? d.queryTimeout)
-}
-
 /** A stream or cursor: what it reads from, sent by `send` on its first read, or the error to report there. */
 interface Bindable<Q> {
   bind(req: Q | null, send: (req: Q) => void, error: Error | null): void
-}
-
-const declaredOf = (values: readonly unknown[]): number[] | null => (values.length === 0 ? null : declaredTypes(values))
-
-/** Builds the request for query(); throws ArgumentError for bad arguments. */
-export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, options: QueryOptions | undefined): ExtendedQuery {
-  const vals = checkQuery(d, text, values)
-  const req = new ExtendedQuery(text as string, vals, settingsOf(d, options, queryOptionKeys, 'query', true), declaredOf(vals))
-  arm(req, d, options)
-  return req
-}
-
-export function makeSimpleQuery(d: QueryDefaults, text: unknown, options: SimpleQueryOptions | undefined): SimpleQuery {
-  if (typeof text !== 'string') throw new ArgumentError('query text must be a string')
-  if (text.includes('\0')) throw new ArgumentError('query text cannot contain a NUL character')
-  if (d.refuseSessionState === true) refuseSessionState(text)
-  if (options !== undefined) {
-    checkOptionKeys(options, simpleQueryOptionKeys, 'simpleQuery')
-    checkRoute(options)
-  }
-  const rowMode = options?.rowMode !== undefined ? checkRowMode(options.rowMode) : d.rowMode
-  const signal = checkSignal(options?.signal)
-  const timeout = options?.timeout !== undefined ? checkTimeout(options.timeout) : d.queryTimeout
-  const req = new SimpleQuery(text, rowMode, d.view)
-  if (signal?.aborted) req.abort(abortErrorOf(signal))
-  else req.watch(signal, timeout)
-  return req
 }
 
 /**

@@ -1,0 +1,76 @@
+import { checkSignal, checkTimeout } from './call-args.js'
+import { ArgumentError } from './errors.js'
+import { refuseSessionState } from './pooler-mode.js'
+import { abortErrorOf } from './query/abort.js'
+import type { QuerySettings } from './query/exchange.js'
+import { ExtendedQuery } from './query/extended-query.js'
+import type { ExtendedRequest } from './query/extended-request.js'
+import { SimpleQuery } from './query/simple-query.js'
+import { declaredTypes } from './query/typed.js'
+import { checkOptionKeys, checkQueryRowMode, checkRoute, checkRowMode, checkTypeOptions, queryOptionKeys, resolveLimits, simpleQueryOptionKeys, type QueryDefaults, type QueryOptions, type SimpleQueryOptions } from './query-options.js'
+
+// User calls turned into requests, with the same argument checks and option
+// resolution for every queryable (and for the statements of a batch).
+
+/** The values of query(), stream(), cursor() and queryRaw(), after checking the text and values. */
+export function checkQuery(d: QueryDefaults, text: unknown, values: unknown): readonly unknown[] {
+  if (typeof text !== 'string') throw new ArgumentError(`query text must be a string, not ${text === null ? 'null' : typeof text}`)
+  if (values !== undefined && !Array.isArray(values)) throw new ArgumentError('query values must be an array')
+  if (d.refuseSessionState === true) refuseSessionState(text)
+  return (values ?? []) as unknown[]
+}
+
+/**
+ * A query's settings: the queryable's defaults themselves when the options
+ * change none of them (no allocation for the common case), else one object
+ * with the options over the defaults. Every option is checked here, unknown
+ * ones included, before a request exists.
+ */
+export function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, known: ReadonlySet<string>, what: string, columns = false): QuerySettings {
+  if (options === undefined) return d
+  checkOptionKeys(options, known, what)
+  checkSignal(options.signal)
+  checkTimeout(options.timeout)
+  checkRoute(options)
+  if (options.rowMode === undefined && options.prepare === undefined && options.types === undefined && options.maxRows === undefined && options.maxBytes === undefined) return d
+  return {
+    rowMode: options.rowMode === undefined ? d.rowMode : columns ? checkQueryRowMode(options.rowMode) : checkRowMode(options.rowMode),
+    prepare: options.prepare !== undefined ? options.prepare === true && d.prepare : d.prepare,
+    view: options.types !== undefined ? d.catalog.view(checkTypeOptions(options.types, 'types')) : d.view,
+    limits: resolveLimits(options.maxRows, options.maxBytes, d.limits, ''),
+  }
+}
+
+/** Ties a request to its signal and timeout (checked by settingsOf). */
+export function arm(req: Pick<ExtendedRequest, 'abort' | 'watch'>, d: QueryDefaults, options: { signal?: AbortSignal; timeout?: number } | undefined): void {
+  const signal = options?.signal
+  if (signal?.aborted) req.abort(abortErrorOf(signal))
+  else req.watch(signal, options?.timeout ?? d.queryTimeout)
+}
+
+export const declaredOf = (values: readonly unknown[]): number[] | null => (values.length === 0 ? null : declaredTypes(values))
+
+/** Builds the request for query(); throws ArgumentError for bad arguments. */
+export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, options: QueryOptions | undefined): ExtendedQuery {
+  const vals = checkQuery(d, text, values)
+  const req = new ExtendedQuery(text as string, vals, settingsOf(d, options, queryOptionKeys, 'query', true), declaredOf(vals))
+  arm(req, d, options)
+  return req
+}
+
+export function makeSimpleQuery(d: QueryDefaults, text: unknown, options: SimpleQueryOptions | undefined): SimpleQuery {
+  if (typeof text !== 'string') throw new ArgumentError('query text must be a string')
+  if (text.includes('\0')) throw new ArgumentError('query text cannot contain a NUL character')
+  if (d.refuseSessionState === true) refuseSessionState(text)
+  if (options !== undefined) {
+    checkOptionKeys(options, simpleQueryOptionKeys, 'simpleQuery')
+    checkRoute(options)
+  }
+  const rowMode = options?.rowMode !== undefined ? checkRowMode(options.rowMode) : d.rowMode
+  const signal = checkSignal(options?.signal)
+  const timeout = options?.timeout !== undefined ? checkTimeout(options.timeout) : d.queryTimeout
+  const req = new SimpleQuery(text, rowMode, d.view)
+  if (signal?.aborted) req.abort(abortErrorOf(signal))
+  else req.watch(signal, timeout)
+  return req
+}
