@@ -181,6 +181,8 @@ export class PgError extends Error implements PgErrorFields {
   routine: string | undefined
   /** The text of the query that failed, when the error belongs to one. */
   query: string | undefined
+  /** For a statement of batch(): its position in the batch, from 0. */
+  batchIndex: number | undefined
 
   constructor(fields: PgErrorFields, query?: string) {
     super(fields.message)
@@ -202,6 +204,7 @@ export class PgError extends Error implements PgErrorFields {
     this.line = fields.line
     this.routine = fields.routine
     this.query = query
+    this.batchIndex = undefined
   }
   override get name(): string {
     return 'PgError'

@@ -11,6 +11,7 @@ export type { ClientOptions, QueryOptions, SimpleQueryOptions, ClientEvents, Res
 export type { RouteOptions, StreamOptions, CursorOptions, RowQueryOptions, DescribeOptions, RawOptions, RawResult, CopyOptions, CopyFromRowsOptions, CopyToRowsOptions, CopyRowSource } from './queryable.js'
 export type { QueryTiming } from './query/timing.js'
 export type { Description } from './query/describe-query.js'
+export type { BatchBuilder, BatchOptions, BatchQueryOptions } from './batch.js'
 export type { QueryRowMode } from './query/result.js'
 export type { ColumnValues, Columns, NullBitmaps } from './types/columns.js'
 export { CopyInStream, CopyOutStream, type CopyResult } from './copy-streams.js'

@@ -1,4 +1,6 @@
 import type { Request } from './connection/request.js'
+import { makeBatch, type BatchBuilder, type BatchOptions } from './batch.js'
+import type { Batch } from './query/batch.js'
 import { CopyInStream, CopyOutStream, type CopyResult } from './copy-streams.js'
 import { checkColumns, checkKeys, checkText, copyOptions, MESSAGE_BYTES, positiveInt, rowSource } from './call-args.js'
 import { checkTableName, copyFromStatement, copyQueryBody, copyToStatement, createCopyDecoder, createCopyEncoder, quoteIdentifier, resolveCopyOptions, type CopyEncoder, type CopyRow } from './copy/format.js'
@@ -101,6 +103,26 @@ export abstract class Queryable {
     if (active(queryChannel)) return this.traced('query', text, values, req, req.promise as Promise<Result<R>>, options)
     if (!req.dropped) this.dispatch(req, options)
     return req.promise as Promise<Result<R>>
+  }
+
+  /**
+   * Runs the statements `fn` adds, `db.batch((b) => { b.query(sql, values); ... })`,
+   * under one Sync: as one implicit transaction (all or nothing), or inside
+   * the transaction block they run in. Resolves with their results in order;
+   * rejects with the first failure (a PgError's batchIndex says which).
+   */
+  batch<R = Row>(fn: (b: BatchBuilder) => void, options?: BatchOptions): Promise<Result<R>[]> {
+    let req: Batch | null
+    try {
+      req = makeBatch(this.defaults(), fn, options)
+    } catch (err) {
+      return Promise.reject(err as Error)
+    }
+    if (req === null) return Promise.resolve([])
+    const promise = req.promise as Promise<Result<R>[]>
+    if (active(queryChannel)) return this.traced('batch', req.text, req.values, req, promise, options)
+    if (!req.dropped) this.dispatch(req, options)
+    return promise
   }
 
   /**

@@ -16,8 +16,12 @@ export interface QueryTrace {
   query: string
   /** The first keyword of the statement, upper-cased ('SELECT', 'INSERT', 'WITH', ...). */
   operation: string
-  /** How the query runs: query(), simpleQuery(), stream(), cursor(), queryRaw(), a COPY, or describe(). */
-  kind: 'query' | 'simple' | 'stream' | 'cursor' | 'raw' | 'copy' | 'describe'
+  /**
+   * How the query runs: query(), simpleQuery(), stream(), cursor(), queryRaw(),
+   * a COPY, describe(), or batch() (one event for the whole batch: `query`
+   * holds its statements joined by ';\n', `values` an array of each one's values).
+   */
+  kind: 'query' | 'simple' | 'stream' | 'cursor' | 'raw' | 'copy' | 'describe' | 'batch'
   database: string
   user: string
   /** The server's host name, address or unix socket directory. */

@@ -1,6 +1,7 @@
 import type { Request } from './connection/request.js'
 import { ArgumentError, ConnectionError, PgError, PipegresError, withCaller } from './errors.js'
 import { ExtendedQuery } from './query/extended-query.js'
+import { Batch } from './query/batch.js'
 import type { Result } from './query/result.js'
 import { makeQuery, Queryable, type QueryDefaults } from './queryable.js'
 import { retryPolicy, withRetry, type TransactionRetry } from './transaction-retry.js'
@@ -125,7 +126,7 @@ export class Transaction extends Queryable {
       )
       return
     }
-    if (req instanceof ExtendedQuery) req.inTransaction(this.#token)
+    if (req instanceof ExtendedQuery || req instanceof Batch) req.inTransaction(this.#token)
     this.#host.send(req, this.#token)
   }
 
