@@ -163,7 +163,8 @@ function publicMembers(statement: string): Map<string, string> {
 
 /** Every name the package exports, types included. */
 const expectedNames = [
-  'AbortError', 'AcquireTrace', 'ArgumentError', 'AuthError', 'AuthMethodName', 'BeginMessage',
+  'AbortError', 'AcquireTrace', 'ArgumentError', 'AuthError', 'AuthMethodName', 'BatchBuilder',
+  'BatchOptions', 'BatchQueryOptions', 'BeginMessage',
   'BeginPrepareMessage', 'ChangeMessage', 'ChangeMessageBase', 'ChangeRow', 'ChannelBinding',
   'Client', 'ClientErrorCode', 'ClientEvents', 'ClientOptions', 'ColumnValues', 'Columns',
   'CommitMessage', 'CommitPreparedMessage', 'ConfigError', 'ConnectOptions', 'ConnectTrace',
@@ -223,7 +224,7 @@ const expectedClasses: Record<string, string[]> = {
   Money: ['constructor', 'minorUnits', 'toJSON', 'toString'],
   ParameterError: ['constructor', 'extends PipegresError', 'index'],
   PgError: [
-    'code', 'column', 'constraint', 'constructor', 'dataType', 'detail', 'extends Error', 'file',
+    'batchIndex', 'code', 'column', 'constraint', 'constructor', 'dataType', 'detail', 'extends Error', 'file',
     'hint', 'internalPosition', 'internalQuery', 'line', 'name', 'position', 'query', 'routine',
     'schema', 'severity', 'severityNonLocalized', 'table', 'where',
   ],
@@ -235,7 +236,7 @@ const expectedClasses: Record<string, string[]> = {
   ],
   ProtocolError: ['constructor', 'extends PipegresError'],
   Queryable: [
-    'copyFrom', 'copyFromRows', 'copyTo', 'copyToRows', 'cursor', 'describe', 'query', 'queryRaw',
+    'batch', 'copyFrom', 'copyFromRows', 'copyTo', 'copyToRows', 'cursor', 'describe', 'query', 'queryRaw',
     'simpleQuery', 'sql', 'stream',
   ],
   Range: [
