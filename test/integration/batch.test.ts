@@ -346,6 +346,32 @@ test('a batch whose connection is lost while it runs rejects with a ConnectionEr
   }
 })
 
+test('a batch queued behind a query a FATAL interrupted never started: it runs again on a new connection, preparing its statements there', async () => {
+  const c = await openClient()
+  try {
+    const pid = c.processId
+    const text = `SELECT $1::int AS n, pg_backend_pid() AS pid`
+    // Prepared on the first connection, so the batch binds by name there and must prepare again on the next.
+    await c.query(text, [0])
+    const slept = c.query('SELECT pg_sleep(5)').catch((e: unknown) => e)
+    const batch = c.batch((b) => {
+      b.query(text, [1])
+      b.query(`INSERT INTO ${t} (id, v) VALUES (30, 'once')`)
+      b.query(text, [2])
+    })
+    await new Promise((r) => setTimeout(r, 100))
+    await adminQuery(`SELECT pg_terminate_backend(${pid})`)
+    assert.ok((await slept) instanceof ConnectionError)
+    const r = await batch
+    assert.deepEqual(r.map((x) => x.rows[0]?.n), [1, undefined, 2])
+    assert.notEqual(r[0]!.rows[0]!.pid, pid)
+    assert.equal((await c.query(`SELECT count(*)::int AS n FROM ${t} WHERE id = 30`)).rows[0]!.n, 1)
+    await c.query(`DELETE FROM ${t} WHERE id = 30`)
+  } finally {
+    await c.end()
+  }
+})
+
 test('a batch is traced as one pipegres:query event of kind batch', async () => {
   const ch = dc.tracingChannel<unknown, QueryTrace>('pipegres:query')
   const seen: QueryTrace[] = []
