@@ -30,7 +30,7 @@ import { connect } from '../src/index.js'
 import { captureCodecFixture } from './lib/codec-capture.js'
 import { childrenOf, serverCpuUs } from './lib/measure.js'
 import type { Measurement, Task, Target } from './lib/protocol.js'
-import { copySetupSql, KEYS, setupSql, USERS_TABLE, userKeys } from './lib/workloads.js'
+import { copySetupSql, insertUserSql, KEYS, setupSql, USERS_TABLE, userKeys } from './lib/workloads.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..')
@@ -84,6 +84,7 @@ const WORKLOADS: Workload[] = [
     variants: [
       v('pipegres'),
       v('pipegres', 'traced', 'pipegres, with a pipegres:query subscriber'),
+      v('pipegres', 'batch', 'pipegres batch() of 100, all in flight'),
       v('pg', 'pipeline', 'pg (pipeline: true)'),
       v('pg'),
       NATIVE,
@@ -206,7 +207,16 @@ const WORKLOADS: Workload[] = [
     unit: 'query',
     size: 50_000,
     quickSize: 10_000,
-    variants: [v('pipegres'), v('pg', 'pipeline', 'pg (pipeline: true)'), v('pg'), NATIVE, v('postgres'), BUN],
+    variants: [
+      v('pipegres'),
+      v('pipegres', 'batch', 'pipegres batch() of 100, all in flight'),
+      v('pg', 'pipeline', 'pg (pipeline: true)'),
+      v('pg'),
+      NATIVE,
+      v('postgres'),
+      BUN,
+      v('pgbench', '1', 'pgbench -M prepared, pipelines of 100 (ceiling; uuids made by the server)'),
+    ],
   },
   {
     name: 'copy-to',
@@ -547,6 +557,9 @@ async function main(): Promise<void> {
     const keys = userKeys()
     const lookups = Array.from({ length: 100 }, (_, i) => `SELECT id, name, email FROM ${USERS_TABLE} WHERE id = '${keys[i]}';`)
     writeFileSync(pgbenchScript, ['\\startpipeline', ...lookups, '\\endpipeline', ''].join('\n'))
+    // W7's INSERTs as literals; pgbench has no uuid variables, so the server makes the ids.
+    const inserts = Array.from({ length: 100 }, (_, i) => `${insertUserSql.replace(/\(\$1.*/, '')}(gen_random_uuid(), 'new user ${i}', 'new${i}@example.com', 'pw-hash-${i}');`)
+    writeFileSync(pgbenchScript.replace('lookups', 'inserts'), ['\\startpipeline', ...inserts, '\\endpipeline', ''].join('\n'))
 
     const header = [
       `PostgreSQL ${server.versionString.replace(/^postgres \(PostgreSQL\)\s*/, '')} (fsync, synchronous_commit, full_page_writes off), ${users.toLocaleString('en-US')} users, ${typedRows.toLocaleString('en-US')} typed rows`,
@@ -576,7 +589,7 @@ async function main(): Promise<void> {
             try {
               m =
                 variant.client === 'pgbench'
-                  ? await runPgbench(pgbench!, target, Number(variant.variant), size, server.pid, clientCpus, pgbenchScript)
+                  ? await runPgbench(pgbench!, target, Number(variant.variant), size, server.pid, clientCpus, w.name === 'inserts' ? pgbenchScript.replace('lookups', 'inserts') : pgbenchScript)
                   : await runChild(variant, { target, workload: w.name, size, variant: variant.variant, repeat, ...(w.serverless ? { fixture } : { serverPid: server.pid }) }, clientCpus)
             } catch (err) {
               row.failures.push((err as Error).message)

@@ -1,7 +1,7 @@
 import dc from 'node:diagnostics_channel'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { connect, createPool } from '../../src/index.js'
+import { connect, createPool, type BatchBuilder, type Queryable, type Result } from '../../src/index.js'
 import { childMain, latencySink, measure, reportInterval } from '../lib/measure.js'
 import type { Task } from '../lib/protocol.js'
 import {
@@ -32,6 +32,23 @@ import {
 // (copyToRows(), decoded rows).
 // pipelined: variant 'traced' runs with a subscriber on pipegres:query that
 // times every query, as a tracer would (the cost of tracing when it is on).
+// pipelined and inserts: variant 'batch' sends the same statements through
+// batch(), BATCH of them under each Sync (as pgbench's pipelines), every batch
+// in flight at once.
+
+const BATCH = 100
+
+/** The results of `n` statements sent as batches of BATCH, all in flight, in order. */
+async function batched<R>(db: Queryable, n: number, add: (b: BatchBuilder, i: number) => void): Promise<Result<R>[]> {
+  const all: Promise<Result<R>[]>[] = []
+  for (let i = 0; i < n; i += BATCH) {
+    const end = Math.min(i + BATCH, n)
+    all.push(db.batch<R>((b) => {
+      for (let j = i; j < end; j++) add(b, j)
+    }))
+  }
+  return (await Promise.all(all)).flat()
+}
 
 /** A subscriber doing what a tracer's least does: note the start, and the duration and outcome at the end. */
 function subscribeTimer(): void {
@@ -95,6 +112,12 @@ await childMain(async (task: Task) => {
         return await measure(task, n, async () => checksumUsers((await db.query<User>(sql)).rows))
       }
       case 'pipelined':
+        if (task.variant === 'batch') {
+          return await measure(task, n, async () => {
+            const rs = await batched<User>(db, n, (b, i) => b.query(selectUserSql, [keys[i % keys.length]]))
+            return checksumLookups(keys, rs.map((r) => r.rows[0]))
+          })
+        }
         return await measure(task, n, async () => {
           const all = new Array<Promise<{ rows: User[] }>>(n)
           for (let i = 0; i < n; i++) all[i] = db.query<User>(selectUserSql, [keys[i % keys.length]])
@@ -119,6 +142,7 @@ await childMain(async (task: Task) => {
           task,
           n,
           async () => {
+            if (task.variant === 'batch') return String((await batched(db, n, (b, i) => b.query(insertUserSql, insertParams(ids, i)))).length)
             const all = new Array<Promise<unknown>>(n)
             for (let i = 0; i < n; i++) all[i] = db.query(insertUserSql, insertParams(ids, i))
             return String((await Promise.all(all)).length)
