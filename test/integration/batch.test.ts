@@ -149,6 +149,23 @@ test('statements after a failed one, met for the first time, are prepared and ru
   }
 })
 
+test('a batch larger than the statement cache: statements stay prepared while it runs, the evicted ones are closed behind a later batch', async () => {
+  const c = await openClient({ statementCacheSize: 2 })
+  try {
+    const texts = Array.from({ length: 6 }, (_, i) => `SELECT ${i}::int AS n, $1::text AS s`)
+    for (let run = 0; run < 3; run++) {
+      const r = await c.batch((b) => texts.forEach((text) => b.query(text, [`run ${run}`])))
+      assert.deepEqual(r.map((x) => x.rows[0]), texts.map((_, i) => ({ n: i, s: `run ${run}` })))
+    }
+    // The Closes of the statements evicted when the last batch released them go out behind the next prepared query.
+    await c.query('SELECT 1 AS one')
+    const left = (await prepared(c)).filter((s) => texts.includes(s))
+    assert.ok(left.length <= 2, `evicted statements were closed on the server; left: ${left.length}`)
+  } finally {
+    await c.end()
+  }
+})
+
 test('queries pipelined before and after a batch keep their own results, whether the batch succeeds or fails', async () => {
   const before = db.query('SELECT $1::text AS q', ['before'])
   const ok = db.batch((b) => {
