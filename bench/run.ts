@@ -215,7 +215,7 @@ const WORKLOADS: Workload[] = [
       NATIVE,
       v('postgres'),
       BUN,
-      v('pgbench', '1', 'pgbench -M prepared, pipelines of 100 (ceiling; uuids made by the server)'),
+      v('pgbench', '1', 'pgbench -M prepared, pipelines of 100 (server-made uuids, table not emptied between runs)'),
     ],
   },
   {
