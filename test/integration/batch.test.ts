@@ -13,9 +13,10 @@ import { adminQuery, mainDatabase } from '../helpers/server.js'
 
 const t = uniqueName('batch_t')
 const seq = uniqueName('batch_seq')
+const comp = uniqueName('batch_comp')
 const db = await fileClient({
-  setup: `CREATE TABLE ${t} (id int PRIMARY KEY, v text); CREATE SEQUENCE ${seq}`,
-  cleanup: `DROP TABLE ${t}; DROP SEQUENCE ${seq}`,
+  setup: `CREATE TABLE ${t} (id int PRIMARY KEY, v text); CREATE SEQUENCE ${seq}; CREATE TYPE ${comp} AS (a int, b text)`,
+  cleanup: `DROP TABLE ${t}; DROP SEQUENCE ${seq}; DROP TYPE ${comp}`,
 })
 
 /** The protocol-level prepared statements of the client's connection, by text. */
@@ -321,6 +322,21 @@ test('values whose type must be known, rowMode columns, types and typed(): descr
         assert.deepEqual(r[2]!.rows, [{ big: '5' }])
         assert.deepEqual(r[3]!.rows, [{ v: 9 }])
       }
+    }
+  } finally {
+    await c.end()
+  }
+})
+
+test('a composite the client has not met yet: looked up between the description and the Bind, ahead of queries queued behind', async () => {
+  const c = await openClient()
+  try {
+    for (const prepare of [true, false]) {
+      const batch = c.batch((b) => b.query(`SELECT $1::${comp} AS v`, [{ a: 1, b: 'x' }], { prepare }))
+      const behind = c.query('SELECT $1::text AS q', ['behind'])
+      const [r] = await batch
+      assert.deepEqual(r!.rows, [{ v: { a: 1, b: 'x' } }])
+      assert.deepEqual((await behind).rows, [{ q: 'behind' }])
     }
   } finally {
     await c.end()
