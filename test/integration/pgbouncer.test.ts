@@ -138,6 +138,49 @@ test('transaction mode, 2 server connections: 3 clients and a pool, thousands of
   actors.forEach(([who], k) => assert.deepEqual(rows.get(who), range(100_000 + k * 10_000, 2000), who))
 })
 
+test('transaction mode: batches from several clients, each one transaction on one server connection, none run twice, a failed one rolled back whole', { skip }, async () => {
+  const url = await bouncer({ poolMode: 'transaction', poolSize: 2 })
+  const actors: [string, Client | Pool][] = [
+    ['b-c1', await client(url)],
+    ['b-c2', await client(url)],
+    ['b-pool', pool(url)],
+  ]
+  await Promise.all(
+    actors.map(async ([who, a], k) => {
+      const first = 700_000 + k * 10_000
+      for (let round = 0; round < 5; round++) {
+        const pending: Promise<unknown>[] = []
+        for (let n = 0; n < 10; n++) {
+          const base = first + (round * 10 + n) * 10
+          const batch = a.batch((b) => {
+            b.query('SELECT pg_backend_pid() AS pid')
+            for (let i = 0; i < 10; i++) b.query(`INSERT INTO ${table} (id, actor) VALUES ($1, $2) RETURNING id`, [base + i, who])
+            b.query('SELECT pg_backend_pid() AS pid')
+            // Every fifth batch fails at its end: none of its rows may stay.
+            if (n % 5 === 4) b.query('SELECT 1 / 0')
+          })
+          pending.push(
+            n % 5 === 4
+              ? assert.rejects(batch, (e) => e instanceof PgError && e.code === '22012' && e.batchIndex === 12)
+              : batch.then((r) => {
+                  assert.deepEqual(r.slice(1, 11).map((x) => x.rows[0]), range(base, 10).map((id) => ({ id })))
+                  assert.equal(r[0]!.rows[0]!.pid, r[11]!.rows[0]!.pid, 'one server connection for the whole batch')
+                }),
+          )
+        }
+        await Promise.all(pending)
+      }
+    }),
+  )
+  const rows = await rowsOf(actors.map(([who]) => who))
+  actors.forEach(([who], k) => {
+    const want = range(0, 50)
+      .filter((b) => b % 5 !== 4)
+      .flatMap((b) => range(700_000 + k * 10_000 + b * 10, 10))
+    assert.deepEqual(rows.get(who), want, who)
+  })
+})
+
 test('transaction mode with prepare: false: unnamed statements, still pipelined', { skip }, async () => {
   const url = await bouncer({ poolMode: 'transaction', poolSize: 2 })
   const actors: [string, Client | Pool][] = [
