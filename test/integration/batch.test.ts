@@ -409,18 +409,24 @@ test('a batch is traced as one pipegres:query event of kind batch', async () => 
   const ch = dc.tracingChannel<unknown, QueryTrace>('pipegres:query')
   const seen: QueryTrace[] = []
   const handlers = { start() {}, end() {}, asyncStart() {}, error() {}, asyncEnd: (ctx: QueryTrace) => void seen.push(ctx) }
+  const withValues = await openClient({ traceParameters: true })
   ch.subscribe(handlers)
   try {
     await db.batch((b) => {
       b.query('SELECT 1 AS a')
       b.query('SELECT 2 AS b UNION ALL SELECT 3')
     })
+    await withValues.batch((b) => void (b.query('SELECT $1::int AS a', [1]), b.query('SELECT $1::text AS b', ['two'])))
+    await withValues.batch((b) => void b.query('SELECT 1 / 0')).catch(() => undefined)
   } finally {
     ch.unsubscribe(handlers)
+    await withValues.end()
   }
   const batch = seen.filter((e) => e.kind === 'batch')
-  assert.equal(batch.length, 1)
+  assert.equal(batch.length, 3)
   assert.equal(batch[0]!.query, 'SELECT 1 AS a;\nSELECT 2 AS b UNION ALL SELECT 3')
   assert.equal(batch[0]!.rowCount, 3)
   assert.equal(batch[0]!.values, undefined)
+  assert.deepEqual(batch[1]!.values, [[1], ['two']])
+  assert.equal(batch[2]!.sqlstate, '22012')
 })
