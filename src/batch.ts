@@ -54,7 +54,7 @@ export function makeBatch(d: QueryDefaults, fn: unknown, options: BatchOptions |
     const index = statements.length
     if (!open) throw new ArgumentError('a batch takes statements only while its function runs: add them before it returns')
     try {
-      const vals = checkQuery(text, values)
+      const vals = checkQuery(d, text, values)
       if (text.includes('\0')) throw new ArgumentError('query text cannot contain a NUL character')
       // The statements behind a COPY would be taken for its data: COPY has calls of its own.
       if (operationOf(text) === 'COPY') throw new ArgumentError('COPY cannot run in a batch; use copyFrom(), copyTo() or copyToRows()')
