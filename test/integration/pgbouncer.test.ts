@@ -341,6 +341,13 @@ test("pooler: 'transaction' refuses what transaction mode cannot keep, before se
     await assert.rejects(db.simpleQuery('SELECT 1; SET statement_timeout = 1'), refused('SET'))
     await assert.rejects(db.query('DECLARE c CURSOR WITH HOLD FOR SELECT 1'), refused('DECLARE ... WITH HOLD'))
     await assert.rejects(db.query('CREATE TEMP TABLE t (a int)'), refused('CREATE TEMP TABLE'))
+    await assert.rejects(
+      db.batch((b) => {
+        b.query('SELECT 1')
+        b.query('SET search_path = app')
+      }),
+      (e: unknown) => e instanceof ArgumentError && e.message.startsWith("batch statement 1: SET cannot work through a transaction-mode pooler (pooler: 'transaction')"),
+    )
     // What ends with its transaction is fine.
     const shown = await db.begin(async (tx) => {
       await tx.query("SET LOCAL application_name = 'inside'")
