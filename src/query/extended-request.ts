@@ -483,10 +483,9 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     const x = this.x
     if (x === null) return this.rejectWith(err)
     if (x.step === Step.Done) return
-    if (x.step < Step.CloseComplete) {
-      this.release(x)
-      this.rejectWith(err)
-    }
+    if (x.step < Step.CloseComplete) this.release(x)
+    // A query waiting behind its Closes to be sent again (x.resend) has not settled either.
+    if (x.step < Step.CloseComplete || x.resend) this.rejectWith(err)
     x.step = Step.Done
   }
 
