@@ -26,7 +26,9 @@ import {
 } from '../lib/workloads.js'
 
 // pipegres: variant 'binary' (prepared statements: results in binary after the
-// first execution) or 'text' (prepare: false: unnamed statements, text results).
+// first execution) or 'unprepared' (prepare: false: unnamed statements, results
+// in binary once the text's columns are known; the codec workload measures
+// decoding from text).
 // stream: variant 'stream' or 'cursor'; copy-from-rows: 'binary' or 'text', the
 // format copyFromRows() sends; copy-to: '' (copyTo(), raw bytes) or 'rows'
 // (copyToRows(), decoded rows).
@@ -91,7 +93,7 @@ await childMain(async (task: Task) => {
     }
   }
   if (task.variant === 'traced') subscribeTimer()
-  const db = await connect({ ...task.target, sslmode: 'disable', prepare: task.variant !== 'text' })
+  const db = await connect({ ...task.target, sslmode: 'disable', prepare: task.variant !== 'unprepared' })
   const firstCheck = async (text: string): Promise<string | undefined> => (await db.query<{ check: string }>(text)).rows[0]?.check
   try {
     switch (task.workload) {
