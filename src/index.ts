@@ -43,6 +43,7 @@ export {
   ResultLimitError,
   PgError,
 } from './errors.js'
+export { CodecError } from './types/codec.js'
 export { TransactionError, Transaction } from './transaction.js'
 export { Lsn } from './replication/lsn.js'
 export { ReplicationError, type ReplicationFailure } from './replication/errors.js'

@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { CodecError } from '../../src/index.js'
 import { openClient, uniqueName } from '../helpers/client.js'
 
 const db = await openClient({ prepare: false })
@@ -90,7 +91,7 @@ test('a column retyped to a type read in text: a clear error once (never a value
     assert.deepEqual(formats(await reader.query(sql)), [1])
     // tsvector is read in text.
     await reader.query(`ALTER TABLE ${t} ALTER a TYPE tsvector USING a::text::tsvector`)
-    await assert.rejects(reader.query(sql), (e: Error) => e.name === 'CodecError' && e.message.startsWith('the statement ran, but its result cannot be read: column "a" is now of type tsvector, which is read in text'))
+    await assert.rejects(reader.query(sql), (e: unknown) => e instanceof CodecError && e.message.startsWith('the statement ran, but its result cannot be read: column "a" is now of type tsvector, which is read in text'))
     const again = await reader.query(sql)
     assert.deepEqual(again.rows, [{ a: "'7'" }])
     assert.deepEqual(formats(again), [0])

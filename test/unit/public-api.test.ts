@@ -167,7 +167,7 @@ const expectedNames = [
   'BatchOptions', 'BatchQueryOptions', 'BeginMessage',
   'BeginPrepareMessage', 'ChangeMessage', 'ChangeMessageBase', 'ChangeRow', 'ChannelBinding',
   'Client', 'ClientErrorCode', 'ClientEvents', 'ClientOptions', 'ColumnValues', 'Columns',
-  'CommitMessage', 'CommitPreparedMessage', 'ConfigError', 'ConnectOptions', 'ConnectTrace',
+  'CodecError', 'CommitMessage', 'CommitPreparedMessage', 'ConfigError', 'ConnectOptions', 'ConnectTrace',
   'ConnectionConfig', 'ConnectionError', 'CopyFormat', 'CopyFormatOptions', 'CopyFromRowsOptions',
   'CopyInStream', 'CopyOptions', 'CopyOutStream', 'CopyResult', 'CopyRow', 'CopyRowError',
   'CopyRowSource', 'CopyToRowsOptions', 'CreateSlotOptions', 'CreatedSlot', 'Cursor',
@@ -203,6 +203,7 @@ const expectedClasses: Record<string, string[]> = {
     'pendingQueries', 'processId', 'protocolVersion', 'registerType', 'replicate',
     'serverParameters', 'subscribe', 'tls', 'transactionStatus',
   ],
+  CodecError: ['extends Error', 'name'],
   ConfigError: ['constructor', 'extends PipegresError', 'setting'],
   ConnectionError: ['constructor', 'extends PipegresError', 'mayHaveRun'],
   CopyInStream: [
