@@ -75,6 +75,25 @@ function pad4(n: number): string {
  */
 export function pgDateText(day: number, rest = ''): string {
   toCivil(day)
+  const y = civilYear
+  if (rest === '' && y > 0 && y < 10000) {
+    // A plain date in one string from its ten character codes, rather than
+    // four concatenations that each make an intermediate string.
+    const m = civilMonth
+    const d = civilDay
+    return String.fromCharCode(
+      48 + ((y / 1000) | 0),
+      48 + (((y / 100) | 0) % 10),
+      48 + (((y / 10) | 0) % 10),
+      48 + (y % 10),
+      45,
+      48 + ((m / 10) | 0),
+      48 + (m % 10),
+      45,
+      48 + ((d / 10) | 0),
+      48 + (d % 10),
+    )
+  }
   const md = '-' + TWO_DIGITS[civilMonth]! + '-' + TWO_DIGITS[civilDay]! + rest
   return civilYear > 0 ? pad4(civilYear) + md : pad4(1 - civilYear) + md + ' BC'
 }

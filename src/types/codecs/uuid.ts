@@ -1,6 +1,6 @@
 import type { Writer } from '../../protocol/writer.js'
 import type { Codec, ResolvedTypeOptions } from '../codec.js'
-import { asciiRead, utf8Read } from '../../protocol/utf8.js'
+import { utf8Read } from '../../protocol/utf8.js'
 import { expectLength } from './binary.js'
 import { malformed, wrongType } from './scalar-errors.js'
 
@@ -22,21 +22,34 @@ const CANONICAL_WEIGHT = new Uint8Array(256).fill(64)
 for (const c of '0123456789abcdef') CANONICAL_WEIGHT[c.charCodeAt(0)] = 0
 CANONICAL_WEIGHT[0x2d] = 2
 
-// The text is assembled as ASCII, then made a string in one call.
-const scratch = new Uint8Array(36)
-scratch[8] = scratch[13] = scratch[18] = scratch[23] = 0x2d
-
-/** The canonical text of a binary uuid (pipegres/wire decodes with it too). */
+/**
+ * The canonical text of a binary uuid (pipegres/wire decodes with it too).
+ * One String.fromCharCode call of the 36 character codes makes the string in
+ * JS, where writing them into a scratch array and slicing it as Latin-1 cost a
+ * call into C++ per value.
+ */
 export function decodeUuidBinary(buf: Uint8Array, start: number, end: number): string {
   expectLength('uuid', start, end, 16)
-  let p = 0
-  for (let i = 0; i < 16; i++) {
-    if (p === 8 || p === 13 || p === 18 || p === 23) p++
-    const b = buf[start + i]!
-    scratch[p++] = HEX_CHARS[b >> 4]!
-    scratch[p++] = HEX_CHARS[b & 15]!
-  }
-  return asciiRead(scratch, 0, 36)
+  const h = HEX_CHARS
+  const b0 = buf[start + 0]!
+  const b1 = buf[start + 1]!
+  const b2 = buf[start + 2]!
+  const b3 = buf[start + 3]!
+  const b4 = buf[start + 4]!
+  const b5 = buf[start + 5]!
+  const b6 = buf[start + 6]!
+  const b7 = buf[start + 7]!
+  const b8 = buf[start + 8]!
+  const b9 = buf[start + 9]!
+  const b10 = buf[start + 10]!
+  const b11 = buf[start + 11]!
+  const b12 = buf[start + 12]!
+  const b13 = buf[start + 13]!
+  const b14 = buf[start + 14]!
+  const b15 = buf[start + 15]!
+  return String.fromCharCode(
+    h[b0 >> 4]!, h[b0 & 15]!, h[b1 >> 4]!, h[b1 & 15]!, h[b2 >> 4]!, h[b2 & 15]!, h[b3 >> 4]!, h[b3 & 15]!, 0x2d, h[b4 >> 4]!, h[b4 & 15]!, h[b5 >> 4]!, h[b5 & 15]!, 0x2d, h[b6 >> 4]!, h[b6 & 15]!, h[b7 >> 4]!, h[b7 & 15]!, 0x2d, h[b8 >> 4]!, h[b8 & 15]!, h[b9 >> 4]!, h[b9 & 15]!, 0x2d, h[b10 >> 4]!, h[b10 & 15]!, h[b11 >> 4]!, h[b11 & 15]!, h[b12 >> 4]!, h[b12 & 15]!, h[b13 >> 4]!, h[b13 & 15]!, h[b14 >> 4]!, h[b14 & 15]!, h[b15 >> 4]!, h[b15 & 15]!,
+  )
 }
 
 function decodeUuidText(buf: Uint8Array, start: number, end: number): string {
