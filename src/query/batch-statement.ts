@@ -1,6 +1,6 @@
 import type { RequestContext } from '../connection/request.js'
 import { PgError, type PgErrorFields } from '../errors.js'
-import { decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
+import { decodeParameterDescription, decodeRowDescription } from '../protocol/backend.js'
 import { writeBind, writeDescribe, writeExecute, writeParse, writeSync } from '../protocol/frontend.js'
 import { Backend } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
@@ -190,12 +190,7 @@ export class BatchStatement extends ExtendedQuery {
       case Backend.RowDescription:
       case Backend.NoData: {
         if (this.pstep !== Step.StmtDesc) this.violation(type)
-        const fields: FieldDescription[] = type === Backend.NoData ? noFields : decodeRowDescription(buf, start, end)
-        const stmt = x.stmt
-        if (stmt !== null) {
-          stmt.fields = fields
-          if (stmt.state === StatementState.Parsing) stmt.state = StatementState.Ready
-        } else x.fields = fields
+        x.describedAs(type === Backend.NoData ? noFields : decodeRowDescription(buf, start, end))
         this.pstep = Step.Complete
         return
       }

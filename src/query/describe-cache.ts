@@ -3,6 +3,7 @@ import { CodecError } from '../types/codec.js'
 import type { RowPlan } from '../types/row-plan.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import type { TypeView } from '../types/view.js'
+import { cacheableText, statementKey } from './statement-cache.js'
 
 /** One result-format code for every column: binary (a single code applies to all). */
 export const allBinary: number[] = [1]
@@ -30,22 +31,28 @@ interface Learned {
  * that would abort it). The rows are decoded by the portal's own
  * RowDescription, which an unnamed statement always requests, so by what the
  * server sent and not by what was remembered. Only a column that changed to a
- * type without a binary decoder cannot be read: see unreadable().
+ * type read in text cannot be read: see binaryPlan().
+ *
+ * Texts are remembered by the statement cache's key (text and declared
+ * types), and only texts short enough to be cached as statements.
  */
 export class DescribeCache {
   private readonly texts = new Map<string, Learned>()
 
-  /** The result formats to bind `key` with: binary for all columns when they were seen to allow it under this version and view. */
-  formats(key: string, version: number, view: TypeView): number[] | null {
-    const learned = this.texts.get(key)
+  /** The result formats to bind the text with: binary for all columns when they were seen to allow it under this version and view. */
+  formats(text: string, declared: readonly number[] | null, version: number, view: TypeView): number[] | null {
+    if (!cacheableText(text)) return null
+    const learned = this.texts.get(statementKey(text, declared))
     return learned !== undefined && learned.version === version && learned.view === view ? allBinary : null
   }
 
   /**
-   * A text result of `key` arrived in these columns: remembered when every
+   * A text result of the text arrived in these columns: remembered when every
    * column decodes in binary (and is of a type the catalog knows), forgotten otherwise.
    */
-  learn(key: string, fields: readonly FieldDescription[], version: number, view: TypeView): void {
+  learn(text: string, declared: readonly number[] | null, fields: readonly FieldDescription[], version: number, view: TypeView): void {
+    if (!cacheableText(text)) return
+    const key = statementKey(text, declared)
     if (fields.length === 0 || !fields.every((f) => view.resultFormat(f.typeOid) === 1)) {
       this.texts.delete(key)
       return
@@ -54,8 +61,8 @@ export class DescribeCache {
     this.texts.set(key, { version, view })
   }
 
-  forget(key: string): void {
-    this.texts.delete(key)
+  forget(text: string, declared: readonly number[] | null): void {
+    if (cacheableText(text)) this.texts.delete(statementKey(text, declared))
   }
 }
 
@@ -64,21 +71,21 @@ export class DescribeCache {
  * with; on a text result, what the cache learns from it. Throws CodecError
  * when a column bound in binary is of a type read in text (see binaryPlan).
  */
-export function unnamedPlan(cache: DescribeCache | null, key: string, fields: readonly FieldDescription[], formats: number[], catalog: TypeCatalog, view: TypeView): RowPlan {
+export function unnamedPlan(cache: DescribeCache, text: string, declared: readonly number[] | null, fields: readonly FieldDescription[], formats: number[], catalog: TypeCatalog, view: TypeView): RowPlan {
   if (formats.length === 0) {
-    cache?.learn(key, fields, catalog.version, view)
+    cache.learn(text, declared, fields, catalog.version, view)
     return view.plan(fields, formats)
   }
   if (!fields.every((f) => catalog.knows(f.typeOid))) {
     // A column changed to a type met for the first time: its rows wait as
     // bytes for the lookup, and are then planned by binaryPlan.
-    cache?.forget(key)
+    cache.forget(text, declared)
     return view.plan(fields, noFormats)
   }
   try {
     return binaryPlan(fields, view)
   } catch (err) {
-    cache?.forget(key)
+    cache.forget(text, declared)
     throw err
   }
 }

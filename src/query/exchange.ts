@@ -1,5 +1,5 @@
 import type { RequestContext, WriteStamp } from '../connection/request.js'
-import type { QueryTiming } from './timing.js'
+import { timingNow, type QueryTiming } from './timing.js'
 import type { PgNotice } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import type { ColumnBuilder } from '../types/columns.js'
@@ -7,7 +7,7 @@ import type { RowPlan } from '../types/row-plan.js'
 import type { TypeView } from '../types/view.js'
 import type { QueryRowMode } from './result.js'
 import type { AbortWatch } from './abort.js'
-import type { Shape, Statement } from './statement-cache.js'
+import { StatementState, type Shape, type Statement } from './statement-cache.js'
 import { Step } from './step.js'
 
 // The state an extended-protocol request keeps while it talks to the server,
@@ -113,9 +113,20 @@ export class Exchange {
     this.written = ctx.writeStamp
   }
 
+  /** The statement's description arrived: it goes on the named statement (ready from now on), or on the exchange. */
+  describedAs(fields: FieldDescription[]): void {
+    const stmt = this.stmt
+    if (stmt === null) {
+      this.fields = fields
+      return
+    }
+    stmt.fields = fields
+    if (stmt.state === StatementState.Parsing) stmt.state = StatementState.Ready
+  }
+
   /** The timing of a result complete now, of a query issued at `queued`. */
   timing(queued: number): QueryTiming {
-    return { queued, written: this.written.at, firstByte: this.firstByte, completed: performance.now() }
+    return timingNow(queued, this.written.at, this.firstByte)
   }
 
   /** Binds with `formats`, decoding rows by the shape's plan. */

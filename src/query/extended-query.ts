@@ -4,7 +4,6 @@ import { DISCARD, Exchange, noFormats, Step } from './exchange.js'
 import { ColumnBuilder } from '../types/columns.js'
 import { ExtendedRequest } from './extended-request.js'
 import { allBinary, binaryPlan, unnamedPlan } from './describe-cache.js'
-import { cacheableText, statementKey } from './statement-cache.js'
 import type { Result } from './result.js'
 
 export type { QueryRowMode, RowMode } from './result.js'
@@ -30,7 +29,7 @@ export class ExtendedQuery extends ExtendedRequest {
         x.planUnknown = shape.unknown
       } else {
         try {
-          x.plan = unnamedPlan(cacheableText(this.text) ? this.session.described : null, statementKey(this.text, this.extra?.declared ?? null), fields, x.formats, catalog, view)
+          x.plan = unnamedPlan(this.session.described, this.text, this.extra?.declared ?? null, fields, x.formats, catalog, view)
         } catch (err) {
           // Its rows cannot be read: they are let pass, and the query fails with why.
           x.failure = err as Error

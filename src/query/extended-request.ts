@@ -214,7 +214,8 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     presize(w, this.values)
     const view = this.settings.view
     // Binary results once the text's columns are known to allow it (see DescribeCache); a raw consumer keeps its own choice.
-    const known = cacheableText(this.text) ? sessionOf(ctx).described.formats(statementKey(this.text, this.extra?.declared ?? null), sessionOf(ctx).catalog.version, view) : null
+    const session = sessionOf(ctx)
+    const known = session.described.formats(this.text, this.extra?.declared ?? null, session.catalog.version, view)
     x.formats = known === null ? noFormats : this.resultFormats(noFields, known)
     writeBind(w, '', '', this.values.length, (w, i) => writeParam(w, view, this.values, i, declared[i] ?? 0), x.formats)
     writeDescribe(w, 'P', '')
@@ -366,10 +367,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     const x = this.x!
     const stmt = x.stmt
     const catalog = this.session.catalog
-    if (stmt !== null) {
-      stmt.fields = fields
-      if (stmt.state === StatementState.Parsing) stmt.state = StatementState.Ready
-    } else x.fields = fields
+    x.describedAs(fields)
     x.step = Step.Bind
     if ((this.flags & BIND_DEFERRED) !== 0) {
       // The parameters are bound by their types, so unknown ones must be

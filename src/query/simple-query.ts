@@ -9,6 +9,7 @@ import type { RowPlan } from '../types/row-plan.js'
 import type { TypeView } from '../types/view.js'
 import { noNotices, parseCommandTag, type Result, type RowMode } from './result.js'
 import type { Session } from './session.js'
+import { timingNow } from './timing.js'
 import { AbortWatch, type Abortable } from './abort.js'
 
 const enum Step {
@@ -195,8 +196,7 @@ export class SimpleQuery implements Request, Abortable {
   }
 
   private finishStatement(command: string, rowCount: number | null): void {
-    const timing = { queued: this.queued, written: this.written!.at, firstByte: this.firstByte, completed: performance.now() }
-    const result = { rows: this.rows, rowCount, command, fields: this.fields, notices: this.notices ?? noNotices, timing }
+    const result = { rows: this.rows, rowCount, command, fields: this.fields, notices: this.notices ?? noNotices, timing: timingNow(this.queued, this.written!.at, this.firstByte) }
     this.notices = null
     this.firstByte = 0
     this.results.push(result)

@@ -22,3 +22,8 @@ export interface QueryTiming {
   /** When its result was complete (its last reply decoded). */
   readonly completed: number
 }
+
+/** The timing of a result complete now (one shape for every kind of result). */
+export function timingNow(queued: number, written: number, firstByte: number): QueryTiming {
+  return { queued, written, firstByte, completed: performance.now() }
+}
