@@ -112,7 +112,8 @@ export interface CopyFromRowsOptions extends CopyFormatOptions, CopyOptions {
 
 /** Options of copyToRows(): the data format (binary by default) and how rows are built. */
 export interface CopyToRowsOptions extends CopyFormatOptions, CopyOptions {
-  rowMode?: RowMode
+  /** 'object' or 'array' (a client's default of 'lazy' gives objects: COPY rows are decoded as they arrive). */
+  rowMode?: 'object' | 'array'
   types?: TypeOptions
   /** Rows kept unread before the connection stops reading from the server (default 1000). */
   highWaterMark?: number
@@ -175,11 +176,19 @@ export function checkTypeOptions(o: TypeOptions | undefined, where: string): Typ
 }
 
 export function checkRowMode(rowMode: unknown): RowMode {
-  if (rowMode !== 'object' && rowMode !== 'array') {
+  if (rowMode !== 'object' && rowMode !== 'array' && rowMode !== 'lazy') {
     const where = rowMode === 'columns' ? " ('columns' is for query() only)" : ''
-    throw new ArgumentError(`rowMode must be 'object' or 'array', not ${JSON.stringify(rowMode)}${where}`)
+    throw new ArgumentError(`rowMode must be 'object', 'array' or 'lazy', not ${JSON.stringify(rowMode)}${where}`)
   }
   return rowMode
+}
+
+/** copyToRows()'s row mode: COPY data is not DataRows, so there is nothing to read lazily. */
+export function copyRowMode(rowMode: unknown, fallback: RowMode): 'object' | 'array' {
+  if (rowMode === undefined) return fallback === 'array' ? 'array' : 'object'
+  if (rowMode === 'lazy') throw new ArgumentError("copyToRows: rowMode must be 'object' or 'array': 'lazy' is for query results, COPY rows are decoded as they arrive")
+  const mode = checkRowMode(rowMode)
+  return mode === 'array' ? 'array' : 'object'
 }
 
 /** query()'s row mode: 'columns' too. */

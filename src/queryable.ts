@@ -26,7 +26,7 @@ import { buildQuery } from './query/sql-template.js'
 import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
 
 export * from './query-options.js'
-import { checkOptionKeys, checkRowMode, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { checkOptionKeys, copyRowMode, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
 import { arm, checkQuery, declaredOf, makeQuery, makeSimpleQuery, settingsOf } from './query-requests.js'
 export { makeQuery, makeSimpleQuery } from './query-requests.js'
 
@@ -412,7 +412,7 @@ export abstract class Queryable {
     try {
       const { signal, timeout } = copyOptions(options, copyToRowsOptionKeys, 'copyToRows')
       const d = this.defaults()
-      const rowMode = options?.rowMode !== undefined ? checkRowMode(options.rowMode) : d.rowMode
+      const rowMode = copyRowMode(options?.rowMode, d.rowMode)
       const types = checkTypeOptions(options?.types, 'types')
       const view = options?.types !== undefined ? d.catalog.view(types) : d.view
       const statement = copyToStatement(query, options)

@@ -116,7 +116,7 @@ export const WORKLOADS: Workload[] = [
     unit: 'row',
     size: 100_000,
     quickSize: 20_000,
-    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'unprepared', 'pipegres (prepare: false)'), v('pg'), NATIVE, v('postgres'), BUN],
+    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'unprepared', 'pipegres (prepare: false)'), v('pipegres', 'lazy', "pipegres (binary, rowMode 'lazy', every column read)"), v('pg'), NATIVE, v('postgres'), BUN],
   },
   {
     name: 'typed-read',
@@ -124,7 +124,7 @@ export const WORKLOADS: Workload[] = [
     unit: 'row',
     size: 200_000,
     quickSize: 20_000,
-    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'unprepared', 'pipegres (prepare: false)'), v('pipegres', 'columns', "pipegres (binary, rowMode 'columns': no row objects)"), v('pg'), NATIVE, v('postgres'), BUN],
+    variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'unprepared', 'pipegres (prepare: false)'), v('pipegres', 'lazy', "pipegres (binary, rowMode 'lazy', every column read)"), v('pipegres', 'columns', "pipegres (binary, rowMode 'columns': no row objects)"), v('pg'), NATIVE, v('postgres'), BUN],
   },
   {
     name: 'stream',

@@ -59,7 +59,7 @@ export abstract class DecodingRequest<C extends RowConsumer> extends ConsumerReq
     const plan = x.plan!
     let row: unknown
     try {
-      row = this.settings.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end)
+      row = plan.row(this.settings.rowMode, buf, start, end)
     } catch (err) {
       if (err instanceof ProtocolError) throw err
       // The consumer gets this error; the rest of the result is not worth reading.

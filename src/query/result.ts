@@ -8,15 +8,18 @@ export type Field = FieldDescription
 
 export type Row = Record<string, unknown>
 
-/** 'object': rows keyed by column name; 'array': rows as arrays in column order. */
-export type RowMode = 'object' | 'array'
+/**
+ * 'object': rows keyed by column name; 'array': rows as arrays in column order;
+ * 'lazy': rows whose columns decode when first read (see plainRow()).
+ */
+export type RowMode = 'object' | 'array' | 'lazy'
 
 /** A query()'s row mode: also 'columns', the result as one array (mostly typed) per column. */
 export type QueryRowMode = RowMode | 'columns'
 
 /** The outcome of one statement. */
 export interface Result<R = Row> {
-  /** Rows as objects keyed by column name, or as arrays with rowMode: 'array'. */
+  /** Rows as objects keyed by column name, as arrays with rowMode: 'array', or lazy rows with rowMode: 'lazy'. */
   rows: R[]
   /** Rows affected or returned, for commands that report a count (SELECT, INSERT, UPDATE, DELETE, MERGE, FETCH, MOVE, COPY); otherwise null. */
   rowCount: number | null

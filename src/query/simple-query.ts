@@ -127,7 +127,7 @@ export class SimpleQuery implements Request, Abortable {
         }
         const plan = this.plan!
         try {
-          this.rows.push(this.rowMode === 'array' ? plan.array(buf, start, end) : plan.object(buf, start, end))
+          this.rows.push(plan.row(this.rowMode, buf, start, end))
         } catch (err) {
           if (err instanceof ProtocolError) throw err
           this.failure ??= err as Error
@@ -217,7 +217,7 @@ export class SimpleQuery implements Request, Abortable {
     for (const { result, held } of this.waiting) {
       try {
         const plan = this.view.plan(result.fields, [])
-        for (const raw of held) result.rows.push(this.rowMode === 'array' ? plan.array(raw, 0, raw.length) : plan.object(raw, 0, raw.length))
+        for (const raw of held) result.rows.push(plan.row(this.rowMode, raw, 0, raw.length))
       } catch (err) {
         this.failure ??= err as Error
       }

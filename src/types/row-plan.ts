@@ -1,5 +1,6 @@
 import { ProtocolError } from '../errors.js'
 import type { Decoder } from './codec.js'
+import { lazyRowClass } from './lazy-row.js'
 
 /** The part of a RowDescription field the decoders need. */
 export interface ColumnInfo {
@@ -25,6 +26,8 @@ export class RowPlan {
   private readonly make: RowMaker | null
   /** The decoded values of the row being built: one array per plan, reused for every row. */
   private readonly scratch: unknown[]
+  /** The class of this plan's rows in rowMode 'lazy', made on first use. */
+  private lazyClass: (new (bytes: Uint8Array, at: number) => Record<string, unknown>) | null = null
 
   constructor(columns: readonly ColumnInfo[], decoders: readonly Decoder[]) {
     this.count = columns.length
@@ -63,6 +66,26 @@ export class RowPlan {
       else Object.defineProperty(row, names[i]!, { value: values[i], enumerable: true, writable: true, configurable: true })
     }
     return row
+  }
+
+  /** A row of rowMode 'lazy' (see lazy-row.ts): the DataRow's structure is checked now, its values are decoded when read. */
+  lazy(buf: Uint8Array, start: number, end: number): Record<string, unknown> {
+    this.columnCount(buf, start, end)
+    let p = start + 2
+    for (let i = 0; i < this.count; i++) {
+      if (p + 4 > end) throw truncated()
+      const len = (buf[p]! << 24) | (buf[p + 1]! << 16) | (buf[p + 2]! << 8) | buf[p + 3]!
+      p += 4
+      if (len >= 0) p += len
+      else if (len !== -1) throw truncated()
+    }
+    if (p !== end) throw truncated()
+    return new (this.lazyClass ??= lazyRowClass(this))(buf, start)
+  }
+
+  /** A row in the given mode: the one call site per request type keeps the mode test out of each of them. */
+  row(mode: string, buf: Uint8Array, start: number, end: number): unknown {
+    return mode === 'object' ? this.object(buf, start, end) : mode === 'array' ? this.array(buf, start, end) : this.lazy(buf, start, end)
   }
 
   array(buf: Uint8Array, start: number, end: number): unknown[] {

@@ -172,7 +172,7 @@ const expectedNames = [
   'CopyInStream', 'CopyOptions', 'CopyOutStream', 'CopyResult', 'CopyRow', 'CopyRowError',
   'CopyRowSource', 'CopyToRowsOptions', 'CreateSlotOptions', 'CreatedSlot', 'Cursor',
   'CursorOptions', 'CustomType', 'DeleteMessage', 'DescribeOptions', 'Description', 'Field',
-  'FieldDescription', 'Fragment', 'HostAddress', 'HostChange', 'HostInfo', 'HostRole', 'Identifier', 'InsertMessage', 'Interval',
+  'FieldDescription', 'Fragment', 'HostAddress', 'HostChange', 'HostInfo', 'HostRole', 'Identifier', 'InsertMessage', 'Interval', 'LazyRow',
   'Listener', 'LogicalMessage', 'Lsn', 'Money', 'Notification', 'NotificationHandler',
   'NullBitmaps', 'OriginMessage', 'ParameterError', 'PasswordSource', 'PgError', 'PgErrorFields',
   'PgNotice', 'PipegresError', 'Pool', 'PoolEvents', 'PoolHooks', 'PoolOptions', 'PrepareMessage',
@@ -188,7 +188,7 @@ const expectedNames = [
   'TimeoutError', 'TracingOptions', 'Transaction', 'TransactionError', 'TransactionOptions',
   'TransactionRetry', 'TransactionStatus', 'TruncateMessage', 'TypeMessage', 'TypeOptions',
   'TypedValue', 'UnchangedToast', 'UpdateMessage', 'WalMessage', 'WalMessageBase', 'WalStream',
-  'acknowledgeableEnd', 'connect', 'connectReplication', 'createPool', 'fragment', 'identifier',
+  'acknowledgeableEnd', 'connect', 'connectReplication', 'createPool', 'fragment', 'identifier', 'isLazyRow', 'plainRow',
   'quoteIdentifier', 'typed', 'unchangedToast',
 ]
 

@@ -84,9 +84,20 @@ test('row plan: structural errors are protocol errors at every truncation', () =
   for (let cut = 0; cut < data.length; cut++) {
     assert.throws(() => plan.object(data, 0, cut), ProtocolError, `object cut at ${cut}`)
     assert.throws(() => plan.array(data, 0, cut), ProtocolError, `array cut at ${cut}`)
+    // A lazy row checks the structure when it arrives, not when a column is read.
+    assert.throws(() => plan.lazy(data, 0, cut), ProtocolError, `lazy cut at ${cut}`)
   }
   const extra = Buffer.concat([data, Buffer.from([1])])
   assert.throws(() => plan.object(extra, 0, extra.length), ProtocolError)
+  assert.throws(() => plan.lazy(extra, 0, extra.length), ProtocolError)
   const wrongCount = row(['x'])
   assert.throws(() => plan.array(wrongCount, 0, wrongCount.length), /1 columns where the RowDescription has 2/)
+  assert.throws(() => plan.lazy(wrongCount, 0, wrongCount.length), /1 columns where the RowDescription has 2/)
+  const negative = Buffer.from(data)
+  negative.writeInt32BE(-2, 2)
+  assert.throws(() => plan.lazy(negative, 0, negative.length), ProtocolError)
+  // At an offset inside a larger buffer, as rows sit in a socket read.
+  const inside = Buffer.concat([Buffer.from([9, 9, 9]), data, Buffer.from([9])])
+  const lazy = plan.lazy(inside, 3, 3 + data.length)
+  assert.deepEqual([lazy.b, lazy.a], ['world', 'hello'])
 })
