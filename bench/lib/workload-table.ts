@@ -134,6 +134,7 @@ export const WORKLOADS: Workload[] = [
     quickSize: 100_000,
     variants: [
       v('pipegres', 'stream', 'pipegres stream()'),
+      v('pipegres', 'stream-lazy', "pipegres stream(), rowMode 'lazy' (only the email column decoded)"),
       v('pipegres', 'cursor', 'pipegres cursor(1000)'),
       v('pg', 'query-stream', 'pg + pg-query-stream (batchSize 1000)'),
       v('pg', 'cursor', 'pg + pg-cursor read(1000)'),
