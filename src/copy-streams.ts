@@ -2,7 +2,6 @@ import { Readable, Writable } from 'node:stream'
 import type { RequestContext } from './connection/request.js'
 import { AbortError, rejectionAtCaller } from './errors.js'
 import type { CopyResponse, FieldDescription } from './protocol/backend.js'
-import type { Writer } from './protocol/writer.js'
 import type { CopyIn, CopyOut } from './query/copy.js'
 
 /** What copyFrom(), copyFromRows() and copyTo() resolve with. */
@@ -68,10 +67,11 @@ export class CopyInStream extends Writable {
   }
 
   override _writev(chunks: { chunk: Buffer }[], callback: (error?: Error | null) => void): void {
-    // What piled up while the socket was backed up goes out as one message.
-    this.req.writeWith((w: Writer) => {
-      for (const c of chunks) w.bytes(c.chunk)
-    }, callback)
+    // What piled up while the socket was backed up goes out in one socket write.
+    this.req.writeAll(
+      chunks.map((c) => c.chunk),
+      callback,
+    )
   }
 
   override _final(callback: (error?: Error | null) => void): void {

@@ -98,6 +98,11 @@ class Wire implements RequestContext, MessageSink {
     fn(this.writer)
     this.flush()
   }
+
+  writeNowThen(fn: (w: Writer) => void, tail: Uint8Array): void {
+    this.writeNow(fn)
+    this.written += tail.length
+  }
   destroy(err: Error): void {
     throw err
   }

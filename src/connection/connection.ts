@@ -259,6 +259,23 @@ export class Connection implements MessageSink, RequestContext {
     this.flush()
   }
 
+  writeNowThen(fn: (w: Writer) => void, tail: Uint8Array): void {
+    if (this.state === State.Closed) return
+    const w = this.writer
+    const mark = w.length
+    try {
+      fn(w)
+    } catch (err) {
+      w.truncate(mark)
+      throw err
+    }
+    // One writev for the buffer and the tail: two writes would be two syscalls, and two packets without Nagle.
+    this.socket.cork()
+    this.flush()
+    if (!this.socket.write(tail)) this.blocked = true
+    this.socket.uncork()
+  }
+
   private flush(): void {
     if (this.writer.length === 0 || this.state === State.Closed) return
     const chunk = this.writer.take()

@@ -52,6 +52,12 @@ export interface RequestContext {
   readonly inflightBehind: number
   /** Writes extra messages right away (e.g. CopyFail + Sync in answer to an unexpected COPY). */
   writeNow(fn: (w: Writer) => void): void
+  /**
+   * Writes what `fn` encodes, then `tail` as it is: a large payload (COPY
+   * data) goes to the socket without being copied into the write buffer. The
+   * caller must not change `tail` afterwards, as with any stream write.
+   */
+  writeNowThen(fn: (w: Writer) => void, tail: Uint8Array): void
   /** Closes the connection, failing every request with `err`. */
   destroy(err: Error): void
   /**

@@ -1,5 +1,6 @@
 import { CancelRequestCode, Frontend, SSLRequestCode } from './message-codes.js'
-import type { Writer } from './writer.js'
+import { MAX_FRONTEND_MESSAGE, type Writer } from './writer.js'
+import { ArgumentError } from '../errors.js'
 
 // Encoders for the messages a client sends. Each appends one message to a Writer
 // the caller owns, so any number of them coalesce into a single socket write.
@@ -166,6 +167,13 @@ export function writeCopyData(w: Writer, data: Uint8Array): void {
   const m = w.begin(Frontend.CopyData)
   w.bytes(data)
   w.end(m)
+}
+
+/** The header of a CopyData message whose `size` bytes of data follow it separately. */
+export function writeCopyDataHeader(w: Writer, size: number): void {
+  if (size > MAX_FRONTEND_MESSAGE - 4) throw new ArgumentError(`COPY data of ${size} bytes is more than a PostgreSQL message can hold (${MAX_FRONTEND_MESSAGE} bytes): write it in smaller chunks`)
+  w.u8(Frontend.CopyData)
+  w.i32(size + 4)
 }
 
 export function writeCopyDone(w: Writer): void {

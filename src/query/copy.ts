@@ -1,7 +1,7 @@
 import type { Request, RequestContext } from '../connection/request.js'
 import { ArgumentError, PgError, ProtocolError, type PgErrorFields, rejectionAtCaller } from '../errors.js'
 import { decodeCommandComplete, decodeCopyResponse, type CopyResponse, type FieldDescription } from '../protocol/backend.js'
-import { writeCopyData, writeCopyDone, writeCopyFail, writeQuery } from '../protocol/frontend.js'
+import { writeCopyData, writeCopyDataHeader, writeCopyDone, writeCopyFail, writeQuery } from '../protocol/frontend.js'
 import { Backend, Frontend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
 import { AbortWatch, type Abortable } from './abort.js'
@@ -212,20 +212,55 @@ abstract class CopyRequest implements Request, Abortable {
  * then CopyDone (or CopyFail to abort). Data may go out before the server's
  * CopyInResponse: if the statement fails first, the server drops it.
  */
+/**
+ * COPY data chunks of at least this many bytes are written behind their
+ * message header instead of being copied into the write buffer: the copy (and,
+ * past the buffer's slab, a fresh zeroed buffer for it) would cost more than
+ * the extra buffer handed to the socket.
+ */
+const BEHIND_HEADER = 8 * 1024
+
+/**
+ * Writes each chunk as a CopyData message: small ones gathered into the write
+ * buffer, large ones behind their header, each write carrying the small ones
+ * before it.
+ */
+function writeChunks(ctx: RequestContext, chunks: readonly Uint8Array[]): void {
+  let from = 0
+  const copied = (w: Writer, to: number): void => {
+    for (let i = from; i < to; i++) writeCopyData(w, chunks[i]!)
+  }
+  for (let i = 0; i < chunks.length; i++) {
+    const c = chunks[i]!
+    if (c.length < BEHIND_HEADER) continue
+    ctx.writeNowThen((w) => {
+      copied(w, i)
+      writeCopyDataHeader(w, c.length)
+    }, c)
+    from = i + 1
+  }
+  if (from < chunks.length) ctx.writeNow((w) => copied(w, chunks.length))
+}
+
 export class CopyIn extends CopyRequest {
   protected readonly expected = 'COPY ... FROM STDIN'
   protected readonly method = 'copyFrom()'
   /** CopyDone or CopyFail is written (or owed, before the Query is): no more data. */
   private ended = false
   /** Data given before the request was written, with the callers to tell once it is. */
-  private early: { chunk: Uint8Array | null; fill: ((w: Writer) => void) | null; done: Done }[] = []
+  private early: { chunks: readonly Uint8Array[] | null; fill: ((w: Writer) => void) | null; done: Done }[] = []
 
   /**
    * Sends `chunk` as one CopyData message. `done` is called once the socket
    * can take more (backpressure), or with the error if the COPY is over.
    */
   write(chunk: Uint8Array, done: Done): void {
-    this.send(chunk, null, done)
+    this.send([chunk], null, done)
+  }
+
+  /** Sends each of `chunks` as CopyData, as write() does, with one `done` for all of them. */
+  writeAll(chunks: readonly Uint8Array[], done: Done): void {
+    this.send(chunks, null, done)
   }
 
   /**
@@ -237,18 +272,19 @@ export class CopyIn extends CopyRequest {
     this.send(null, fill, done)
   }
 
-  private send(chunk: Uint8Array | null, fill: ((w: Writer) => void) | null, done: Done): void {
+  private send(chunks: readonly Uint8Array[] | null, fill: ((w: Writer) => void) | null, done: Done): void {
     if (this.ended || this.settled || this.step >= Step.After) {
       done(this.over())
       return
     }
     const ctx = this.ctx
     if (ctx === null) {
-      this.early.push({ chunk, fill, done })
+      this.early.push({ chunks, fill, done })
       return
     }
     try {
-      ctx.writeNow((w) => (chunk !== null ? writeCopyData(w, chunk) : framed(w, fill!)))
+      if (chunks !== null) writeChunks(ctx, chunks)
+      else ctx.writeNow((w) => framed(w, fill!))
     } catch (err) {
       done(err as Error)
       return
@@ -305,7 +341,7 @@ export class CopyIn extends CopyRequest {
     for (const e of early) {
       const mark = w.length
       try {
-        if (e.chunk !== null) writeCopyData(w, e.chunk)
+        if (e.chunks !== null) for (const c of e.chunks) writeCopyData(w, c)
         else framed(w, e.fill!)
       } catch (err) {
         // Only this message is lost; the COPY is failed with its error.
