@@ -61,6 +61,12 @@ export class Connection implements MessageSink, RequestContext {
    * for; and whether it said anything since a cancel reached it.
    */
   private chunksRead = 0
+  /**
+   * Requests in flight that pass the server's bytes on (those with chunkEnd):
+   * while there are any, a read into the shared buffer is copied first, as
+   * what they pass on may be kept after the read.
+   */
+  private passers = 0
   /** See RequestContext.writeStamp and readAt. */
   writeStamp: WriteStamp = { at: 0 }
   readAt = 0
@@ -111,7 +117,11 @@ export class Connection implements MessageSink, RequestContext {
       this.settleStartup = (err) => (err ? reject(err) : resolve())
     })
     const socket = this.socket
-    socket.on('data', (chunk: Buffer) => this.onData(chunk))
+    const reader = transport.reader
+    if (reader !== null) {
+      reader.target = (buf, n) => (this.passers > 0 ? this.onData(Buffer.from(buf.subarray(0, n)), n) : this.onData(buf, n))
+      for (const chunk of reader.early.splice(0)) this.onData(chunk, chunk.length)
+    } else socket.on('data', (chunk: Buffer) => this.onData(chunk, chunk.length))
     socket.on('error', (err) => this.destroy(socketError(err, this.where)))
     socket.on('close', () => this.onSocketClose())
     socket.on('drain', () => this.onDrain())
@@ -188,6 +198,7 @@ export class Connection implements MessageSink, RequestContext {
     }
     if (!this.encode(req)) return
     this.inflight.unshift(req)
+    if (req.chunkEnd !== undefined) this.passers++
     this.flush()
   }
 
@@ -220,6 +231,7 @@ export class Connection implements MessageSink, RequestContext {
   private write(req: Request): void {
     if (req.dropped === true || !this.encode(req)) return
     this.inflight.push(req)
+    if (req.chunkEnd !== undefined) this.passers++
     if (this.writer.length >= FLUSH_BYTES) this.flush()
     else if (!this.flushScheduled) {
       this.flushScheduled = true
@@ -303,12 +315,12 @@ export class Connection implements MessageSink, RequestContext {
     if (this.state === State.Ending && this.pending.length === 0 && this.inflight.length === 0) this.terminate()
   }
 
-  private onData(chunk: Buffer): void {
+  private onData(chunk: Buffer, n: number): void {
     if (this.state === State.Closed) return
     this.chunksRead++
     this.readAt = performance.now()
     try {
-      this.framer.push(chunk)
+      this.framer.push(chunk, n)
       const head = this.inflight.peek()
       if (head?.chunkEnd !== undefined) head.chunkEnd()
     } catch (err) {
@@ -360,6 +372,7 @@ export class Connection implements MessageSink, RequestContext {
     }
     if (head.handle(type, buf, start, end)) {
       this.inflight.shift()
+      if (head.chunkEnd !== undefined) this.passers--
       this.completedRequests++
       if (this.canceller !== null) this.canceller.completed(head)
       if (this.state === State.Ending && this.inflight.length === 0 && this.pending.length === 0) this.terminate()

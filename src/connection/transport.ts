@@ -20,6 +20,42 @@ export interface Transport {
   mode: 'none' | 'request' | 'direct'
   /** The server certificate (DER) when TLS is in use, for SCRAM channel binding. */
   peerCertificate: Uint8Array | undefined
+  /** Set when the socket reads into the shared buffer (see ChunkReader); the 'data' event is then never emitted. */
+  reader: ChunkReader | null
+}
+
+/**
+ * Where a socket that reads into the shared buffer hands each read: the
+ * bytes [0, n) of `buf`, valid only during the call.
+ */
+export interface ChunkReader {
+  target: ((buf: Buffer, n: number) => void) | null
+  /** Copies of what arrived before there was a target. */
+  early: Buffer[]
+}
+
+// A socket otherwise reads into a fresh 64 KiB buffer each time and passes it
+// through the stream machinery (push, a 'data' event, a tick to read more),
+// which is much of what an awaited query costs the client. One buffer can serve
+// every socket: each read is handled in full before the next one is made, and
+// nothing keeps a view of a chunk past its handling (see Connection.passers).
+// Only for sockets that stay plain: TLS reads through its own layer.
+const READ_BUFFER_SIZE = 64 * 1024
+let readBuffer: Buffer | null = null
+
+function plainReader(): { reader: ChunkReader; onread: net.OnReadOpts } {
+  const reader: ChunkReader = { target: null, early: [] }
+  readBuffer ??= Buffer.allocUnsafe(READ_BUFFER_SIZE)
+  const onread: net.OnReadOpts = {
+    buffer: readBuffer,
+    callback: (n, buf) => {
+      const target = reader.target
+      if (target !== null) target(buf as Buffer, n)
+      else reader.early.push(Buffer.from(buf.subarray(0, n)))
+      return true
+    },
+  }
+  return { reader, onread }
 }
 
 export function isUnixHost(host: string): boolean {
@@ -169,11 +205,13 @@ export async function openTransport(
     return finish(socket, 'direct', config)
   }
 
-  const socket = unix ? net.connect({ path: socketPath(h) }) : net.connect({ host: target, port: h.port })
+  const plain = attempt === 'none' || unix ? plainReader() : null
+  const onread = plain?.onread
+  const socket = unix ? net.connect({ path: socketPath(h), onread }) : net.connect({ host: target, port: h.port, onread })
   register(socket)
   await waitConnect(socket, 'connect', where)
   // Unix sockets are never encrypted, whatever the sslmode (as in libpq).
-  if (attempt === 'none' || unix) return finish(socket, 'none', config)
+  if (plain !== null) return finish(socket, 'none', config, plain.reader)
 
   const w = new Writer(64)
   writeSSLRequest(w)
@@ -195,7 +233,7 @@ export async function openTransport(
   return finish(secure, 'request', config)
 }
 
-function finish(socket: net.Socket, mode: Transport['mode'], config: ConnectionConfig): Transport {
+function finish(socket: net.Socket, mode: Transport['mode'], config: ConnectionConfig, reader: ChunkReader | null = null): Transport {
   const encrypted = mode !== 'none'
   socket.setNoDelay(true)
   if (config.keepAlive) socket.setKeepAlive(true, config.keepAliveIdle)
@@ -204,5 +242,5 @@ function finish(socket: net.Socket, mode: Transport['mode'], config: ConnectionC
     const cert = (socket as tls.TLSSocket).getPeerX509Certificate()
     peerCertificate = cert?.raw
   }
-  return { socket, tls: encrypted, mode, peerCertificate }
+  return { socket, tls: encrypted, mode, peerCertificate, reader }
 }

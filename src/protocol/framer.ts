@@ -136,11 +136,11 @@ export class Framer {
     }
   }
 
-  push(chunk: Uint8Array): void {
+  /** Frames the first `n` bytes of `chunk`, which may be reused once this returns (what must outlive it is copied). */
+  push(chunk: Uint8Array, n = chunk.length): void {
     let pos = 0
-    const n = chunk.length
     if (this.headerFill > 0 || this.partial !== null) {
-      pos = this.continuePartial(chunk)
+      pos = this.continuePartial(chunk, n)
       if (pos < 0) return
     }
     const sink = this.sink
@@ -154,13 +154,13 @@ export class Framer {
       sink.onMessage(type, chunk, pos + 5, next)
       pos = next
     }
-    if (pos < n) this.startPartial(chunk, pos)
+    if (pos < n) this.startPartial(chunk, pos, n)
   }
 
-  private startPartial(chunk: Uint8Array, pos: number): void {
-    const avail = chunk.length - pos
+  private startPartial(chunk: Uint8Array, pos: number, n: number): void {
+    const avail = n - pos
     if (avail < 5) {
-      this.header.set(chunk.subarray(pos), 0)
+      this.header.set(chunk.subarray(pos, n), 0)
       this.headerFill = avail
       return
     }
@@ -168,7 +168,7 @@ export class Framer {
     // Length was checked by the caller's loop.
     this.partialSize = 1 + len
     const msg = this.room(avail)
-    msg.set(chunk.subarray(pos), 0)
+    msg.set(chunk.subarray(pos, n), 0)
     this.partial = msg
     this.partialFill = avail
   }
@@ -188,11 +188,11 @@ export class Framer {
   }
 
   /** Feeds the start of `chunk` into the message being assembled; returns where the rest starts, or -1 if all was used. */
-  private continuePartial(chunk: Uint8Array): number {
+  private continuePartial(chunk: Uint8Array, n: number): number {
     let pos = 0
     if (this.partial === null) {
       const want = 5 - this.headerFill
-      const take = Math.min(want, chunk.length)
+      const take = Math.min(want, n)
       this.header.set(chunk.subarray(0, take), this.headerFill)
       this.headerFill += take
       pos = take
@@ -210,7 +210,7 @@ export class Framer {
     }
     let msg = this.partial
     const size = this.partialSize
-    const take = Math.min(size - this.partialFill, chunk.length - pos)
+    const take = Math.min(size - this.partialFill, n - pos)
     const filled = this.partialFill + take
     if (filled > msg.length) {
       const bigger = this.room(filled)
@@ -225,6 +225,6 @@ export class Framer {
     this.partial = null
     this.partialFill = 0
     this.sink.onMessage(msg[0]!, msg, 5, size)
-    return pos === chunk.length ? -1 : pos
+    return pos === n ? -1 : pos
   }
 }
