@@ -94,14 +94,10 @@ class Wire implements RequestContext, MessageSink {
   get inflightBehind(): number {
     return Math.max(0, this.inflight.length - 1)
   }
-  writeNow(fn: (w: Writer) => void): void {
+  writeNow(fn: (w: Writer) => void, tail?: Uint8Array): void {
     fn(this.writer)
     this.flush()
-  }
-
-  writeNowThen(fn: (w: Writer) => void, tail: Uint8Array): void {
-    this.writeNow(fn)
-    this.written += tail.length
+    if (tail !== undefined) this.written += tail.length
   }
   destroy(err: Error): void {
     throw err

@@ -8,13 +8,13 @@ import { SqlState } from '../protocol/sql-state.js'
 import { writeTerminate } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
 import { Queue } from './queue.js'
-import type { Request, RequestContext, WriteStamp } from './request.js'
+import { keepsReads, type Request, type RequestContext, type WriteStamp } from './request.js'
 import { cancelTimeoutOf, openCancelChannel } from './cancel.js'
 import { CancelScheduler, type CancelHost } from './cancel-scheduler.js'
 import { closedError, fatalError, notStarted, queryLost } from './closed-errors.js'
 import type { ConnectionEvents } from './connection-events.js'
 import { Startup } from './startup.js'
-import { describeHost, socketError, type Transport } from './transport.js'
+import { describeHost, readFrom, socketError, type Transport } from './transport.js'
 
 const enum State {
   Startup,
@@ -62,11 +62,11 @@ export class Connection implements MessageSink, RequestContext {
    */
   private chunksRead = 0
   /**
-   * Requests in flight that pass the server's bytes on (those with chunkEnd):
-   * while there are any, a read into the shared buffer is copied first, as
-   * what they pass on may be kept after the read.
+   * Requests in flight that may keep views of the server's bytes past a read
+   * (see keepsReads): while there are any, a read into the shared buffer is
+   * copied first.
    */
-  private passers = 0
+  private keepers = 0
   /** See RequestContext.writeStamp and readAt. */
   writeStamp: WriteStamp = { at: 0 }
   readAt = 0
@@ -117,11 +117,7 @@ export class Connection implements MessageSink, RequestContext {
       this.settleStartup = (err) => (err ? reject(err) : resolve())
     })
     const socket = this.socket
-    const reader = transport.reader
-    if (reader !== null) {
-      reader.target = (buf, n) => (this.passers > 0 ? this.onData(Buffer.from(buf.subarray(0, n)), n) : this.onData(buf, n))
-      for (const chunk of reader.early.splice(0)) this.onData(chunk, chunk.length)
-    } else socket.on('data', (chunk: Buffer) => this.onData(chunk, chunk.length))
+    readFrom(transport, (chunk, n) => this.onData(chunk, n), () => this.keepers > 0)
     socket.on('error', (err) => this.destroy(socketError(err, this.where)))
     socket.on('close', () => this.onSocketClose())
     socket.on('drain', () => this.onDrain())
@@ -198,7 +194,7 @@ export class Connection implements MessageSink, RequestContext {
     }
     if (!this.encode(req)) return
     this.inflight.unshift(req)
-    if (req.chunkEnd !== undefined) this.passers++
+    if (keepsReads(req)) this.keepers++
     this.flush()
   }
 
@@ -231,7 +227,7 @@ export class Connection implements MessageSink, RequestContext {
   private write(req: Request): void {
     if (req.dropped === true || !this.encode(req)) return
     this.inflight.push(req)
-    if (req.chunkEnd !== undefined) this.passers++
+    if (keepsReads(req)) this.keepers++
     if (this.writer.length >= FLUSH_BYTES) this.flush()
     else if (!this.flushScheduled) {
       this.flushScheduled = true
@@ -257,7 +253,7 @@ export class Connection implements MessageSink, RequestContext {
     }
   }
 
-  writeNow(fn: (w: Writer) => void): void {
+  writeNow(fn: (w: Writer) => void, tail?: Uint8Array): void {
     if (this.state === State.Closed) return
     const w = this.writer
     const mark = w.length
@@ -268,19 +264,7 @@ export class Connection implements MessageSink, RequestContext {
       w.truncate(mark)
       throw err
     }
-    this.flush()
-  }
-
-  writeNowThen(fn: (w: Writer) => void, tail: Uint8Array): void {
-    if (this.state === State.Closed) return
-    const w = this.writer
-    const mark = w.length
-    try {
-      fn(w)
-    } catch (err) {
-      w.truncate(mark)
-      throw err
-    }
+    if (tail === undefined) return this.flush()
     // One writev for the buffer and the tail: two writes would be two syscalls, and two packets without Nagle.
     this.socket.cork()
     this.flush()
@@ -372,7 +356,7 @@ export class Connection implements MessageSink, RequestContext {
     }
     if (head.handle(type, buf, start, end)) {
       this.inflight.shift()
-      if (head.chunkEnd !== undefined) this.passers--
+      if (keepsReads(head)) this.keepers--
       this.completedRequests++
       if (this.canceller !== null) this.canceller.completed(head)
       if (this.state === State.Ending && this.inflight.length === 0 && this.pending.length === 0) this.terminate()

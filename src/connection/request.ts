@@ -44,20 +44,31 @@ export interface Request {
    * gathers the messages of one chunk into one write.
    */
   chunkEnd?(): void
+  /**
+   * True when what the request makes of the server's bytes may keep views of
+   * them after the read they came in (rows of rowMode 'lazy'). Plain sockets
+   * read into one buffer shared by every connection, so while such a request
+   * is in flight each read is copied first.
+   */
+  readonly keepsReads?: boolean
+}
+
+/** Whether reads must be copied while `req` is in flight: see Request.keepsReads; what chunkEnd passes on may be kept too. */
+export function keepsReads(req: Request): boolean {
+  return req.keepsReads === true || req.chunkEnd !== undefined
 }
 
 /** What a request may ask of the connection while it is in flight. */
 export interface RequestContext {
   /** Requests written after the one asking (still waiting for replies). */
   readonly inflightBehind: number
-  /** Writes extra messages right away (e.g. CopyFail + Sync in answer to an unexpected COPY). */
-  writeNow(fn: (w: Writer) => void): void
   /**
-   * Writes what `fn` encodes, then `tail` as it is: a large payload (COPY
+   * Writes extra messages right away (e.g. CopyFail + Sync in answer to an
+   * unexpected COPY), then `tail` as it is, if given: a large payload (COPY
    * data) goes to the socket without being copied into the write buffer. The
    * caller must not change `tail` afterwards, as with any stream write.
    */
-  writeNowThen(fn: (w: Writer) => void, tail: Uint8Array): void
+  writeNow(fn: (w: Writer) => void, tail?: Uint8Array): void
   /** Closes the connection, failing every request with `err`. */
   destroy(err: Error): void
   /**

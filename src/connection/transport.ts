@@ -38,7 +38,7 @@ export interface ChunkReader {
 // through the stream machinery (push, a 'data' event, a tick to read more),
 // which is much of what an awaited query costs the client. One buffer can serve
 // every socket: each read is handled in full before the next one is made, and
-// nothing keeps a view of a chunk past its handling (see Connection.passers).
+// nothing keeps a view of a chunk past its handling (see Request.keepsReads).
 // Only for sockets that stay plain: TLS reads through its own layer.
 const READ_BUFFER_SIZE = 64 * 1024
 let readBuffer: Buffer | null = null
@@ -56,6 +56,21 @@ function plainReader(): { reader: ChunkReader; onread: net.OnReadOpts } {
     },
   }
   return { reader, onread }
+}
+
+/**
+ * Hands every read of the transport's socket to `onData`: through the shared
+ * buffer where the socket reads into it, copied first while `mustCopy()` says
+ * a view of it may be kept; else as the socket's 'data' events.
+ */
+export function readFrom(t: Transport, onData: (chunk: Buffer, n: number) => void, mustCopy: () => boolean): void {
+  const reader = t.reader
+  if (reader === null) {
+    t.socket.on('data', (chunk: Buffer) => onData(chunk, chunk.length))
+    return
+  }
+  reader.target = (buf, n) => (mustCopy() ? onData(Buffer.from(buf.subarray(0, n)), n) : onData(buf, n))
+  for (const chunk of reader.early.splice(0)) onData(chunk, chunk.length)
 }
 
 export function isUnixHost(host: string): boolean {

@@ -1,5 +1,5 @@
 import type { PgErrorFields } from '../errors.js'
-import { Reader } from './reader.js'
+import { copyBytes, Reader } from './reader.js'
 
 // Decoders for the backend messages that are read once per query or less. The
 // per-row DataRow is deliberately absent: rows are decoded by a plan built once
@@ -196,7 +196,8 @@ export function decodeCommandComplete(buf: Uint8Array, start: number, end: numbe
   r.done()
   if (n <= 64) {
     lastTag = tag
-    lastTagBytes = buf.slice(start, end)
+    // A copy: the bytes may be a view of a read buffer that is reused.
+    lastTagBytes = copyBytes(buf, start, end)
   }
   return tag
 }

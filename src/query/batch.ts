@@ -60,9 +60,13 @@ export class Batch extends SettlingRequest<Result<unknown>[]> implements Request
   /** Statements whose results are not settled yet. */
   private pending = 0
 
+  /** See Request.keepsReads: a statement's lazy rows keep views of the reads they came in. */
+  readonly keepsReads: boolean
+
   constructor(readonly statements: BatchStatement[]) {
     super(null)
     for (const s of statements) s.owner = this
+    this.keepsReads = statements.some((s) => s.keepsReads)
   }
 
   /** For a trace: the statements' texts. */

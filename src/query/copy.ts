@@ -233,7 +233,7 @@ function writeChunks(ctx: RequestContext, chunks: readonly Uint8Array[]): void {
   for (let i = 0; i < chunks.length; i++) {
     const c = chunks[i]!
     if (c.length < BEHIND_HEADER) continue
-    ctx.writeNowThen((w) => {
+    ctx.writeNow((w) => {
       copied(w, i)
       writeCopyDataHeader(w, c.length)
     }, c)

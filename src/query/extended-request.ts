@@ -36,6 +36,8 @@ const IDLE = 0x49
  */
 export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> implements Request {
   protected readonly values: readonly unknown[]
+  /** Lazy rows keep views of their reads: see Request.keepsReads. */
+  readonly keepsReads: boolean
 
   constructor(
     readonly text: string,
@@ -46,6 +48,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
   ) {
     super(declared)
     this.values = values
+    this.keepsReads = settings.rowMode === 'lazy'
   }
 
   // --- What a way of consuming the result decides --------------------------

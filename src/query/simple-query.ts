@@ -32,6 +32,8 @@ const enum Step {
  */
 export class SimpleQuery implements Request, Abortable {
   readonly promise: Promise<Result<unknown>[]>
+  /** See Request.keepsReads: lazy rows keep views of the reads they came in. */
+  readonly keepsReads: boolean
   private resolve!: (r: Result<unknown>[]) => void
   private reject!: (e: Error) => void
   private session!: Session
@@ -62,6 +64,7 @@ export class SimpleQuery implements Request, Abortable {
     private readonly rowMode: RowMode,
     private readonly view: TypeView,
   ) {
+    this.keepsReads = rowMode === 'lazy'
     this.promise = new Promise((resolve) => {
       this.resolve = resolve
       // Through the caller's frames: see rejectionAtCaller.

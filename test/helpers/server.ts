@@ -76,7 +76,10 @@ export async function mainDatabase(): Promise<MainDatabase> {
     return { source: 'PG environment', connectionString: undefined, options: {} }
   }
   const server = await getTestServer()
-  const connectionString = connectionUrl(server, server.superuser)
+  // TLS (sslmode prefer) by default; PIPEGRES_TEST_SSLMODE=disable runs the general tests over plain sockets,
+  // which read through a buffer shared by every connection.
+  const sslmode = process.env.PIPEGRES_TEST_SSLMODE
+  const connectionString = connectionUrl(server, server.superuser, sslmode ? { params: { sslmode } } : {})
   return { source: 'managed server', connectionString, options: { connectionString } }
 }
 

@@ -343,7 +343,8 @@ describe('one signal shared by many queries', () => {
     const c = await openClient()
     try {
       const ac = new AbortController()
-      const head = c.query('SELECT pg_sleep(0.3)')
+      // Long enough that no follower is answered before the abort, even when writing 20,000 queries keeps the event loop busy.
+      const head = c.query('SELECT pg_sleep(1)')
       const ps = Array.from({ length: 20_000 }, (_, i) => c.query('SELECT $1::int AS n', [i], { signal: ac.signal }).catch((e: unknown) => e))
       await sleep(100)
       const t0 = performance.now()
