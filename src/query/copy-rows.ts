@@ -2,7 +2,7 @@ import type { RequestContext } from '../connection/request.js'
 import type { CopyDecoder } from '../copy/format.js'
 import { ProtocolError } from '../errors.js'
 import type { CopyResponse, FieldDescription } from '../protocol/backend.js'
-import type { CopyOutSink } from './copy.js'
+import type { CopyOutSink } from './copy-out.js'
 import type { RowStream } from './stream.js'
 
 /**

@@ -1,6 +1,6 @@
 import type { Request, RequestContext } from '../connection/request.js'
 import { ArgumentError, PgError, ProtocolError, type PgErrorFields, rejectionAtCaller } from '../errors.js'
-import { decodeCommandComplete, decodeCopyResponse, type CopyResponse, type FieldDescription } from '../protocol/backend.js'
+import { decodeCommandComplete, decodeCopyResponse, type FieldDescription } from '../protocol/backend.js'
 import { writeCopyData, writeCopyDataHeader, writeCopyDone, writeCopyFail, writeQuery } from '../protocol/frontend.js'
 import { Backend, Frontend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
@@ -24,7 +24,7 @@ export interface CopyOutcome {
   fields: FieldDescription[]
 }
 
-const enum Step {
+export const enum Step {
   /** The Query is written; the server's answer to it comes next. */
   Sent,
   /** In copy mode (CopyInResponse or CopyOutResponse seen). */
@@ -39,7 +39,7 @@ const enum Step {
 type Done = (err?: Error | null) => void
 
 /** Shared by both directions: the promise, aborts, and what the Query's replies may be. */
-abstract class CopyRequest implements Request, Abortable {
+export abstract class CopyRequest implements Request, Abortable {
   readonly promise: Promise<CopyOutcome>
   private resolve!: (r: CopyOutcome) => void
   private reject!: (e: Error) => void
@@ -398,110 +398,4 @@ function framed(w: Writer, fill: (w: Writer) => void): void {
   const m = w.begin(Frontend.CopyData)
   fill(w)
   w.end(m)
-}
-
-/** Where the data of a COPY TO STDOUT goes. */
-export interface CopyOutSink {
-  /** CopyOutResponse: data follows; `ctx` is the connection, for pausing reads. */
-  begin(response: CopyResponse, ctx: RequestContext): void
-  /** The payload of one CopyData message, [start, end) of `buf` (valid only during the call). */
-  data(buf: Uint8Array, start: number, end: number): void
-  /** The socket chunk was processed: pass on what was gathered. */
-  chunkEnd(): void
-  /** CopyDone. May throw (data that ends inside a row). */
-  end(): void
-  /** The columns, for the result. */
-  fields(): FieldDescription[]
-  /** The request settled: stop holding the socket paused. */
-  settled(): void
-}
-
-/** COPY ... TO STDOUT: the data goes to a sink as it arrives. */
-export class CopyOut extends CopyRequest {
-  protected readonly expected = 'COPY ... TO STDOUT'
-  protected readonly method: string
-
-  constructor(
-    text: string,
-    private readonly sink: CopyOutSink,
-    method = 'copyTo()',
-  ) {
-    super(text)
-    this.method = method
-    const done = (): void => sink.settled()
-    this.promise.then(done, done)
-  }
-
-  /** Cancels the COPY on the server (or drops it if it was not sent yet). */
-  abort(err: Error): void {
-    if (this.settled || this.abortError !== null) return
-    this.abortError = err
-    if (this.ctx === null) {
-      this.dropped = true
-      this.rejectWith(err)
-    } else if (this.step < Step.After) this.ctx.requestCancel(this)
-    // The rest of the data is not wanted; reading must go on for the cancel's answer.
-    this.sink.settled()
-  }
-
-  handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
-    switch (type) {
-      case Backend.CopyOutResponse:
-        if (this.step !== Step.Sent) break
-        this.step = Step.Copying
-        this.sink.begin(decodeCopyResponse(buf, start, end, 'CopyOutResponse'), this.ctx!)
-        return false
-      case Backend.CopyData:
-        if (this.step !== Step.Copying) break
-        if (this.failure === null && this.abortError === null) {
-          try {
-            this.sink.data(buf, start, end)
-          } catch (err) {
-            this.decodeFailed(err as Error)
-          }
-        }
-        return false
-      case Backend.CopyDone:
-        if (this.step !== Step.Copying) break
-        this.step = Step.CopyDone
-        if (this.failure === null && this.abortError === null) {
-          try {
-            this.sink.chunkEnd()
-            this.sink.end()
-          } catch (err) {
-            this.failure ??= err as Error
-          }
-        }
-        return false
-      case Backend.CommandComplete:
-        if (this.step !== Step.CopyDone) break
-        this.completed(buf, start, end)
-        return false
-      default:
-        if (this.ready(type)) return true
-        if (this.step === Step.Copying || this.step === Step.CopyDone) this.violation(type)
-    }
-    this.other(type, buf, start, end)
-    return false
-  }
-
-  chunkEnd(): void {
-    if (this.step !== Step.Copying || this.failure !== null || this.abortError !== null) return
-    try {
-      this.sink.chunkEnd()
-    } catch (err) {
-      this.decodeFailed(err as Error)
-    }
-  }
-
-  /** Data that cannot be decoded: the rest is not wanted. */
-  private decodeFailed(err: Error): void {
-    this.failure ??= err
-    this.sink.settled()
-    this.ctx!.requestCancel(this)
-  }
-
-  protected override fields(): FieldDescription[] {
-    return this.sink.fields()
-  }
 }
