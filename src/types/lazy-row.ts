@@ -1,3 +1,4 @@
+import { readInt32 } from '../protocol/reader.js'
 import { CodecError, type Decoder } from './codec.js'
 
 // rowMode 'lazy': a row keeps its DataRow bytes and decodes a column each time
@@ -66,7 +67,7 @@ function extraOf(row: RowState, count: number): unknown[] {
     let p = row[AT] + 2
     for (let i = 0; i < count; i++) {
       extra[count + i] = p
-      const len = (buf[p]! << 24) | (buf[p + 1]! << 16) | (buf[p + 2]! << 8) | buf[p + 3]!
+      const len = readInt32(buf, p)
       p += 4 + (len > 0 ? len : 0)
     }
   }
@@ -82,11 +83,11 @@ function read(row: RowState, i: number, count: number, decode: Decoder, name: st
     // The DataRow's structure was checked when it arrived.
     p = row[AT] + 2
     for (let k = 0; k < i; k++) {
-      const len = (buf[p]! << 24) | (buf[p + 1]! << 16) | (buf[p + 2]! << 8) | buf[p + 3]!
+      const len = readInt32(buf, p)
       p += 4 + (len > 0 ? len : 0)
     }
   } else p = extraOf(row, count)[count + i] as number
-  const len = (buf[p]! << 24) | (buf[p + 1]! << 16) | (buf[p + 2]! << 8) | buf[p + 3]!
+  const len = readInt32(buf, p)
   if (len < 0) return null
   try {
     return decode(buf, p + 4, p + 4 + len)
