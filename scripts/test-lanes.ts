@@ -1,0 +1,155 @@
+// Runs compiled test files side by side in lanes, each lane with its own
+// PostgreSQL server, so that files never share a server's state (its
+// connections, slots, settings, load) and a file that waits on a timer leaves
+// the CPU to the others. Each file is its own `node --test` process under a
+// time limit: a file that does not finish is killed and reported, never waited for.
+
+import { spawn } from 'node:child_process'
+import { mkdirSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+
+/** What a test file's header says of it: `// test-tags: slow, exclusive, matrix`. */
+export interface FileTags {
+  /** Started first: its length decides the suite's. */
+  slow: boolean
+  /** Runs with no other file beside it (it measures time or loads the whole machine). */
+  exclusive: boolean
+  /** Part of the short suite run on every runtime and server version. */
+  matrix: boolean
+}
+
+/** Reads the tags from the first comment lines of a test's TypeScript source. */
+export function tagsOf(source: string): FileTags {
+  const tags = new Set<string>()
+  for (const line of source.split('\n', 30)) {
+    const m = /^\/\/\s*test-tags:\s*(.*)$/.exec(line.trim())
+    if (m) for (const t of m[1]!.split(/[\s,]+/)) if (t) tags.add(t)
+  }
+  for (const t of tags) if (t !== 'slow' && t !== 'exclusive' && t !== 'matrix') throw new Error(`unknown test tag '${t}' (slow, exclusive, matrix)`)
+  return { slow: tags.has('slow'), exclusive: tags.has('exclusive'), matrix: tags.has('matrix') }
+}
+
+export interface TestFile {
+  /** Relative to build/: `test/unit/x.test.js`. */
+  path: string
+  tags: FileTags
+  /** Size of the source, the order's tie-breaker: longer files tend to run longer. */
+  size: number
+}
+
+export interface FileResult {
+  file: TestFile
+  lane: number
+  /** Wall time in ms. */
+  ms: number
+  /** The exit code, or undefined when the file was killed at its time limit. */
+  code: number | undefined
+  counts: Record<string, number> | undefined
+}
+
+export interface LaneRun {
+  root: string
+  /** Arguments for `node --test` besides the file (name patterns and such). */
+  nodeFlags: string[]
+  /** The environment of each lane's files (its server's description in it). */
+  laneEnv: NodeJS.ProcessEnv[]
+  /** A file's wall-time limit. */
+  fileLimitMs: number
+  /** Where each file's TAP report is kept. */
+  resultsDir: string
+  /** Called when a file ends, with its whole output, so that outputs never interleave. */
+  onFile: (result: FileResult, output: string) => void
+}
+
+/** Slow files first, then exclusive ones last (alone), then by size: the longest jobs start earliest. */
+export function order(files: TestFile[]): TestFile[] {
+  const rank = (f: TestFile) => (f.tags.slow ? 0 : 1)
+  return [...files].sort((a, b) => rank(a) - rank(b) || b.size - a.size || (a.path < b.path ? -1 : 1))
+}
+
+/** Runs every file; resolves with their results in the order they ended. */
+export async function runLanes(files: TestFile[], run: LaneRun): Promise<FileResult[]> {
+  const results: FileResult[] = []
+  const shared = order(files.filter((f) => !f.tags.exclusive))
+  const alone = order(files.filter((f) => f.tags.exclusive))
+  let next = 0
+  const worker = async (lane: number) => {
+    while (next < shared.length) {
+      const file = shared[next++]!
+      results.push(await runFile(file, lane, run))
+    }
+  }
+  await Promise.all(run.laneEnv.map((_, lane) => worker(lane)))
+  // After the others, one at a time, on lane 0's server: nothing else runs beside them.
+  for (const file of alone) results.push(await runFile(file, 0, run))
+  return results
+}
+
+function runFile(file: TestFile, lane: number, run: LaneRun): Promise<FileResult> {
+  const tapFile = join(run.resultsDir, file.path.replace(/\.js$/, '.tap'))
+  mkdirSync(dirname(tapFile), { recursive: true })
+  const args = [
+    '--test',
+    ...run.nodeFlags,
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    '--test-reporter=tap',
+    `--test-reporter-destination=${tapFile}`,
+    join('build', file.path),
+  ]
+  const started = Date.now()
+  return new Promise((resolve) => {
+    // Its own process group, so that a file past its limit is ended with everything it started.
+    const child = spawn(process.execPath, args, { cwd: run.root, env: run.laneEnv[lane], stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const out: Buffer[] = []
+    child.stdout.on('data', (b: Buffer) => out.push(b))
+    child.stderr.on('data', (b: Buffer) => out.push(b))
+    let killedAt: number | undefined
+    const signalGroup = (signal: NodeJS.Signals) => {
+      try {
+        process.kill(-child.pid!, signal)
+      } catch {}
+    }
+    const limit = setTimeout(() => {
+      killedAt = Date.now()
+      // SIGTERM first: the harness stops the servers a test started; what is left goes after 10 s.
+      signalGroup('SIGTERM')
+      setTimeout(() => signalGroup('SIGKILL'), 10_000).unref()
+    }, run.fileLimitMs)
+    activeGroups.add(signalGroup)
+    const finish = (code: number | undefined) => {
+      clearTimeout(limit)
+      activeGroups.delete(signalGroup)
+      let output = Buffer.concat(out).toString('utf8')
+      if (killedAt !== undefined) output += `\n${file.path} did not finish within ${run.fileLimitMs / 1000} s: killed (PIPEGRES_TEST_FILE_TIMEOUT sets the limit in seconds)\n`
+      const result: FileResult = { file, lane, ms: Date.now() - started, code: killedAt === undefined ? code : undefined, counts: tapSummary(tapFile) }
+      run.onFile(result, output)
+      resolve(result)
+    }
+    child.on('error', (err) => {
+      out.push(Buffer.from(`could not run node --test: ${err.message}\n`))
+      finish(1)
+    })
+    child.on('close', (code, signal) => finish(code ?? (signal ? 1 : 0)))
+  })
+}
+
+const activeGroups = new Set<(signal: NodeJS.Signals) => void>()
+
+/** Passes a signal on to every running file's process group. */
+export function signalRunning(signal: NodeJS.Signals): void {
+  for (const send of activeGroups) send(signal)
+}
+
+/** The final counts of a TAP stream written by node --test. */
+export function tapSummary(tapFile: string): Record<string, number> | undefined {
+  let text: string
+  try {
+    text = readFileSync(tapFile, 'utf8')
+  } catch {
+    return undefined
+  }
+  const counts: Record<string, number> = {}
+  for (const match of text.matchAll(/^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$/gm)) counts[match[1]!] = Number(match[2])
+  return counts.tests === undefined ? undefined : counts
+}
