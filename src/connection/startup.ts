@@ -108,32 +108,70 @@ export class Startup {
     throw new PgError(fields)
   }
 
+  /**
+   * NegotiateProtocolVersion: the server supports an older minor version than
+   * the one asked for, or none of the `_pq_.` options sent (pipegres sends
+   * none). What pipegres accepts, as libpq 18 does:
+   * - 3.0 in answer to 3.2, unless min_protocol_version=3.2 (then a
+   *   PG_UNSUPPORTED ConnectionError naming both versions and the setting).
+   * - Nothing else. 3.1 is reserved: no PostgreSQL ever spoke it, and old
+   *   PgBouncer releases claimed it by an off-by-one while speaking 3.0, so
+   *   PostgreSQL 18 went from 3.0 straight to 3.2 and neither sends nor
+   *   accepts 3.1; taking it as 3.0 would be a guess. A version above the one
+   *   asked for (3.3, the 3.9999 of a "greasing" client echoed back), a major
+   *   other than 3, the very version asked for with nothing refused, and any
+   *   option named (the client sent none) are protocol violations: the server
+   *   would then speak something the client never asked for, so the
+   *   connection is closed rather than guessed at.
+   * A second NegotiateProtocolVersion, or one after authentication began, is
+   * a violation too: it may only be the first answer to the StartupMessage.
+   */
   private negotiate(buf: Uint8Array, start: number, end: number): void {
-    // Only valid as the first answer, and only to lower the minor version we asked for.
-    if (this.phase !== 'auth' || this.negotiated || this.authMethod !== undefined) this.violation(Backend.NegotiateProtocolVersion)
+    if (this.negotiated) throw new ProtocolError('server sent NegotiateProtocolVersion a second time during startup; it may only be sent once, as the first answer')
+    if (this.phase !== 'auth' || this.authMethod !== undefined) {
+      throw new ProtocolError(
+        `server sent NegotiateProtocolVersion after authentication ${this.phase === 'authenticated' ? 'succeeded' : 'began'}; it may only be the first answer to the StartupMessage`,
+      )
+    }
     this.negotiated = true
     // The field is a whole protocol version (major << 16 | minor): that is what
     // PostgreSQL sends (PG 15 sends 196608 = 3.0) and what libpq reads, although
     // the protocol documentation calls it the "newest minor version".
     const { version: offered, unsupportedOptions } = decodeNegotiateProtocolVersion(buf, start, end)
-    if (unsupportedOptions.length > 0) {
-      throw new ProtocolError(`server rejected protocol options the client never sent: ${unsupportedOptions.join(', ')}`)
-    }
     const major = offered >>> 16
-    const newestMinor = offered & 0xffff
-    // 3.1 never existed (3.0 went straight to 3.2), so a server cannot ask for it.
-    if (major !== 3 || newestMinor >= this.protocolMinor || newestMinor === 1) {
-      throw new ProtocolError(`server offered protocol version ${major}.${newestMinor} in answer to a request for 3.${this.protocolMinor}`)
+    const minor = offered & 0xffff
+    const asked = `3.${this.protocolMinor}`
+    const offer = `server offered protocol version ${major}.${minor} in answer to a request for ${asked}`
+    if (major !== 3) {
+      throw new ProtocolError(`${offer}: pipegres speaks only protocol 3${major < 3 ? ', and a server may not negotiate down to another major version' : ''}`)
+    }
+    if (minor > this.protocolMinor) {
+      throw new ProtocolError(`${offer}: a server may only offer a version lower than the one requested`)
+    }
+    if (minor === 1) {
+      throw new ProtocolError(`${offer}: 3.1 is reserved and was never a protocol version (PostgreSQL went from 3.0 to 3.2)`)
+    }
+    if (unsupportedOptions.length > 0) {
+      const shown = unsupportedOptions.slice(0, 5).map((o) => JSON.stringify(o.length > 64 ? `${o.slice(0, 64)}...` : o))
+      const more = unsupportedOptions.length > shown.length ? ` and ${unsupportedOptions.length - shown.length} more` : ''
+      const notProtocol = unsupportedOptions.some((o) => !o.startsWith('_pq_.')) ? ' (protocol options start with "_pq_.")' : ''
+      throw new ProtocolError(
+        `server reported unsupported protocol options that the client never sent: ${shown.join(', ')}${more}${notProtocol}; pipegres sends no protocol options`,
+      )
+    }
+    if (minor === this.protocolMinor) {
+      throw new ProtocolError(`${offer}, the version requested, and refused no option: there was nothing to negotiate`)
     }
     const min = this.config.minProtocolVersion === '3.2' ? 2 : 0
-    if (newestMinor < min) {
+    if (minor < min) {
       // PG_UNSUPPORTED: the server lacks what the settings demand; nothing was closed on us.
       throw new ConnectionError(
         'PG_UNSUPPORTED',
-        `server supports protocol 3.${newestMinor} at most, but min_protocol_version is ${this.config.minProtocolVersion}`,
+        `server supports protocol 3.${minor} at most, but min_protocol_version is ${this.config.minProtocolVersion}: ` +
+          `lower min_protocol_version to 3.${minor} to connect to this server`,
       )
     }
-    this.protocolMinor = newestMinor
+    this.protocolMinor = minor
   }
 
   private allow(method: AuthMethodName, what: string): void {
