@@ -125,14 +125,15 @@ async function main(): Promise<number> {
   const env: NodeJS.ProcessEnv = { ...process.env }
   // Stack traces point into the .ts sources.
   env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --enable-source-maps`.trim()
-  // A hung test fails its file; the file's own limit (below) ends whatever is left.
-  if (!nodeFlags.some((f) => f.startsWith('--test-timeout'))) nodeFlags.push('--test-timeout=120000')
 
   // Unit tests need no server; faults tests may put a proxy in front of one.
   const needsServer = files.some((file) => !file.path.startsWith('test/unit/'))
   const sharedDatabase = Boolean(process.env.DATABASE_URL) || ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGSERVICE'].some((v) => process.env[v])
   const lanes = Math.min(laneCount(sharedDatabase), files.length)
   const limit = fileLimitMs()
+  // Node 20 applies --test-timeout to a file's whole run (later versions to each test): a little under
+  // the file's limit, so that node --test names the test it was waiting for before the file is killed.
+  if (!nodeFlags.some((f) => f.startsWith('--test-timeout'))) nodeFlags.push(`--test-timeout=${Math.max(limit - 15_000, limit / 2)}`)
   const servers: RunningServer[] = []
   const laneEnv: NodeJS.ProcessEnv[] = []
   const binDir = process.env.PIPEGRES_TEST_PGBIN || undefined

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 
-/** What a test file's header says of it: `// test-tags: slow, exclusive, matrix`. */
+/** What a test file's header says of it: `// test-tags: slow, exclusive (why it must run alone)`. */
 export interface FileTags {
   /** Started first: its length decides the suite's. */
   slow: boolean
@@ -23,7 +23,8 @@ export function tagsOf(source: string): FileTags {
   const tags = new Set<string>()
   for (const line of source.split('\n', 30)) {
     const m = /^\/\/\s*test-tags:\s*(.*)$/.exec(line.trim())
-    if (m) for (const t of m[1]!.split(/[\s,]+/)) if (t) tags.add(t)
+    // A reason may follow in parentheses.
+    if (m) for (const t of m[1]!.replace(/\(.*$/, '').split(/[\s,]+/)) if (t) tags.add(t)
   }
   for (const t of tags) if (t !== 'slow' && t !== 'exclusive' && t !== 'matrix') throw new Error(`unknown test tag '${t}' (slow, exclusive, matrix)`)
   return { slow: tags.has('slow'), exclusive: tags.has('exclusive'), matrix: tags.has('matrix') }
@@ -61,7 +62,7 @@ export interface LaneRun {
   onFile: (result: FileResult, output: string) => void
 }
 
-/** Slow files first, then exclusive ones last (alone), then by size: the longest jobs start earliest. */
+/** Slow files first, then the larger ones: the longest jobs start earliest. */
 export function order(files: TestFile[]): TestFile[] {
   const rank = (f: TestFile) => (f.tags.slow ? 0 : 1)
   return [...files].sort((a, b) => rank(a) - rank(b) || b.size - a.size || (a.path < b.path ? -1 : 1))
