@@ -89,7 +89,7 @@ export function table(outcomes: Outcome[]): { text: string; markdown: string } {
   const rows = outcomes.map((o) => {
     const c = o.results?.counts ?? {}
     return [
-      `Node ${o.results?.node ?? o.run.node} × PostgreSQL ${o.results?.postgres ?? o.run.postgres}`,
+      `Node ${o.results?.node.replace(/^v/, '') ?? o.run.node} × PostgreSQL ${o.results?.postgres?.replace(/ \(.*\)$/, '') ?? o.run.postgres}`,
       describeRun(o.run).replace(/, without .*/, o.run.exclude.length ? ' (some left out)' : ''),
       String(o.results?.files ?? '–'),
       String(c.tests ?? '–'),
