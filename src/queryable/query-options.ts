@@ -1,12 +1,12 @@
-import type { CopyFormatOptions, CopyRow } from './copy/format.js'
-import { ArgumentError } from './errors.js'
-import { Lsn } from './replication/lsn.js'
-import type { ResultLimits } from './query/exchange.js'
-import type { QueryRowMode, RowMode } from './query/result.js'
+import type { CopyFormatOptions, CopyRow } from '../copy/format.js'
+import { ArgumentError } from '../errors.js'
+import { Lsn } from '../replication/lsn.js'
+import type { ResultLimits } from '../query/exchange.js'
+import type { QueryRowMode, RowMode } from '../query/result.js'
 import type { TraceBase } from './tracing.js'
-import type { TypeCatalog } from './types/catalog.js'
-import type { TypeOptions } from './types/codec.js'
-import type { TypeView } from './types/view.js'
+import type { TypeCatalog } from '../types/catalog.js'
+import type { TypeOptions } from '../types/codec.js'
+import type { TypeView } from '../types/view.js'
 
 // The options of every call that runs a query, and the checks on the ones
 // that are shared by clients, pools and transactions.

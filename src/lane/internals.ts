@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events'
-import type { Lane } from './client-lane.js'
+import type { Lane } from './lane.js'
 
 // What the test suite reads of a client's or a pool's insides (listener
 // counts, requests in flight), now that those live in #private fields. Not

@@ -1,8 +1,8 @@
-import type { ConnectionConfig } from './config/types.js'
-import { CopyBothExchange } from './connection/copy-both.js'
-import type { Request } from './connection/request.js'
-import { ArgumentError } from './errors.js'
-import { SimpleQuery } from './query/simple-query.js'
+import type { ConnectionConfig } from '../config/types.js'
+import { CopyBothExchange } from '../connection/copy-both.js'
+import type { Request } from '../connection/request.js'
+import { ArgumentError } from '../errors.js'
+import { SimpleQuery } from '../query/simple-query.js'
 
 /**
  * Why `req` may not run on a connection opened with these settings, or null.

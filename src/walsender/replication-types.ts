@@ -1,6 +1,6 @@
 import type { ReplicationConnection } from './replication-connection.js'
-import type { TypeCatalog } from './types/catalog.js'
-import type { TypeInfo } from './types/type-info.js'
+import type { TypeCatalog } from '../types/catalog.js'
+import type { TypeInfo } from '../types/type-info.js'
 
 // Before a stream starts, the types of the published columns that the
 // catalog does not know (enums, domains, composites, ranges of the

@@ -1,12 +1,12 @@
-import { Lane } from './client-lane.js'
-import type { ConnectionConfig } from './config/types.js'
-import { CopyBothExchange, type CopyBothSink } from './connection/copy-both.js'
-import { ArgumentError, ConnectionError, withCaller } from './errors.js'
-import { LaneQueryable } from './lane-queryable.js'
-import { traceBase } from './tracing.js'
-import { Lsn } from './replication/lsn.js'
-import { TypeCatalog } from './types/catalog.js'
-import { resolveConfig, type ConnectOptions } from './config/index.js'
+import { Lane } from '../lane/lane.js'
+import type { ConnectionConfig } from '../config/types.js'
+import { CopyBothExchange, type CopyBothSink } from '../connection/copy-both.js'
+import { ArgumentError, ConnectionError, withCaller } from '../errors.js'
+import { LaneQueryable } from '../lane/lane-queryable.js'
+import { traceBase } from '../queryable/tracing.js'
+import { Lsn } from '../replication/lsn.js'
+import { TypeCatalog } from '../types/catalog.js'
+import { resolveConfig, type ConnectOptions } from '../config/index.js'
 
 // A replication (walsender) connection and its commands. The walsender takes
 // only the simple protocol: replication commands, and with
@@ -78,10 +78,10 @@ export interface ReadSlot {
  * time, in order; a stream takes the connection over until it ends.
  */
 export class ReplicationConnection {
-  readonly #queries: LaneQueryable
+  readonly #queries: LaneQueryable<Lane>
   readonly mode: 'database' | 'physical'
 
-  private constructor(queries: LaneQueryable, mode: 'database' | 'physical') {
+  private constructor(queries: LaneQueryable<Lane>, mode: 'database' | 'physical') {
     this.#queries = queries
     this.mode = mode
   }

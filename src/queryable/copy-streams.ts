@@ -1,9 +1,9 @@
 import { Readable, Writable } from 'node:stream'
-import type { RequestContext } from './connection/request.js'
-import { AbortError, rejectionAtCaller } from './errors.js'
-import type { CopyResponse, FieldDescription } from './protocol/backend.js'
-import type { CopyIn } from './query/copy.js'
-import type { CopyOut } from './query/copy-out.js'
+import type { RequestContext } from '../connection/request.js'
+import { AbortError, rejectionAtCaller } from '../errors.js'
+import type { CopyResponse, FieldDescription } from '../protocol/backend.js'
+import type { CopyIn } from '../query/copy.js'
+import type { CopyOut } from '../query/copy-out.js'
 
 /** What copyFrom(), copyFromRows() and copyTo() resolve with. */
 export interface CopyResult {

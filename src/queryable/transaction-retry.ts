@@ -1,5 +1,5 @@
-import { ArgumentError, PgError, PipegresError } from './errors.js'
-import { SqlState } from './protocol/sql-state.js'
+import { ArgumentError, PgError, PipegresError } from '../errors.js'
+import { SqlState } from '../protocol/sql-state.js'
 
 /** `begin({ retry })`: run the whole transaction again when the server rolled it back for a conflict. */
 export interface TransactionRetry {

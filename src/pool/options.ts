@@ -1,11 +1,11 @@
-import type { ClientOptions } from './client-options.js'
-import { clientKeys } from './client-options.js'
-import type { Request } from './connection/request.js'
-import type { PgNotice } from './errors.js'
-import type { HostChange } from './pool-cluster.js'
-import { hookKeys, type PoolHooks } from './pool-hooks.js'
-import type { HostInfo, ReplicationLag } from './pool-hosts.js'
-import type { PoolLane, RouteNeed } from './pool-routing.js'
+import type { ClientOptions } from '../queryable/client-options.js'
+import { clientKeys } from '../queryable/client-options.js'
+import type { Request } from '../connection/request.js'
+import type { PgNotice } from '../errors.js'
+import type { HostChange } from './cluster.js'
+import { hookKeys, type PoolHooks } from './hooks.js'
+import type { HostInfo, ReplicationLag } from './hosts.js'
+import type { PoolLane, RouteNeed } from './routing.js'
 
 // A pool's settings and events, what waits in it, and when its connections close.
 

@@ -1,6 +1,6 @@
-import type { Connection } from './connection/connection.js'
-import type { Session } from './query/session.js'
-import { makeQuery, type QueryDefaults } from './queryable.js'
+import type { Connection } from '../connection/connection.js'
+import type { Session } from '../query/session.js'
+import { makeQuery, type QueryDefaults } from '../queryable/queryable.js'
 
 /**
  * Learns whether the connection reaches the server itself or a pooler: the

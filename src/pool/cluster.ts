@@ -1,10 +1,10 @@
-import type { ConnectionConfig } from './config/types.js'
-import { ConnectionError } from './errors.js'
-import { Lsn } from './replication/lsn.js'
-import { checkLagLimit, HostState, hostInfo, roleOf, type HostCheck, type HostInfo, type HostRole, type LagLimit, type ReplicationLag } from './pool-hosts.js'
-import { nonNegative } from './client-options.js'
-import { checkRoute, type RouteOptions } from './query-options.js'
-import { exclusive, exclusiveRead, plain, plainRead, usable, type PoolLane, type PoolRouting, type RouteChoice, type RouteNeed } from './pool-routing.js'
+import type { ConnectionConfig } from '../config/types.js'
+import { ConnectionError } from '../errors.js'
+import { Lsn } from '../replication/lsn.js'
+import { checkLagLimit, HostState, hostInfo, roleOf, type HostCheck, type HostInfo, type HostRole, type LagLimit, type ReplicationLag } from './hosts.js'
+import { nonNegative } from '../queryable/client-options.js'
+import { checkRoute, type RouteOptions } from '../queryable/query-options.js'
+import { exclusive, exclusiveRead, plain, plainRead, usable, type PoolLane, type PoolRouting, type RouteChoice, type RouteNeed } from './routing.js'
 
 // A pool on several hosts: which host a request may go to (by the role it
 // needs and how stale a standby may be), discovering roles, noticing

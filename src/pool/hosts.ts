@@ -1,9 +1,9 @@
-import type { ConnectionConfig, HostAddress } from './config/types.js'
-import { describeHost } from './connection/transport.js'
-import { ArgumentError } from './errors.js'
-import { Lsn } from './replication/lsn.js'
-import type { Lane } from './client-lane.js'
-import { makeQuery, type QueryDefaults } from './queryable.js'
+import type { ConnectionConfig, HostAddress } from '../config/types.js'
+import { describeHost } from '../connection/transport.js'
+import { ArgumentError } from '../errors.js'
+import { Lsn } from '../replication/lsn.js'
+import type { Lane } from '../lane/lane.js'
+import { makeQuery, type QueryDefaults } from '../queryable/queryable.js'
 
 // What a pool on several hosts knows of each: its role (learned from the
 // server's own reports when a connection opens, and again whenever they

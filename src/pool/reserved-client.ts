@@ -1,8 +1,8 @@
-import type { Lane } from './client-lane.js'
-import type { Request } from './connection/request.js'
-import { ArgumentError } from './errors.js'
-import { Queryable, type QueryDefaults } from './queryable.js'
-import { runTransaction, type Transaction, type TransactionHost, type TransactionOptions } from './transaction.js'
+import type { Lane } from '../lane/lane.js'
+import type { Request } from '../connection/request.js'
+import { ArgumentError } from '../errors.js'
+import { Queryable, type QueryDefaults } from '../queryable/queryable.js'
+import { runTransaction, type Transaction, type TransactionHost, type TransactionOptions } from '../queryable/transaction.js'
 
 /** A pool's lane held by one reservation, and how to give it back. */
 export interface Reservation {

@@ -1,5 +1,5 @@
-import type { Lane } from './client-lane.js'
-import type { HostState } from './pool-hosts.js'
+import type { Lane } from '../lane/lane.js'
+import type { HostState } from './hosts.js'
 
 // Which connection of a pool a request goes to. The pool keeps its lanes and
 // their bookkeeping; the choice among them is a policy behind one interface:

@@ -1,5 +1,5 @@
-import { CopyRowError, quoteIdentifier, type CopyRow } from './copy/format.js'
-import { ArgumentError } from './errors.js'
+import { CopyRowError, quoteIdentifier, type CopyRow } from '../copy/format.js'
+import { ArgumentError } from '../errors.js'
 import { checkOptionKeys, copyOptionKeys, type CopyOptions } from './query-options.js'
 
 // Argument checks of the query methods, and the row sources of copyFromRows().

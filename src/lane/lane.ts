@@ -1,18 +1,19 @@
-import type { ConnectionConfig } from './config/types.js'
-import { queryLost } from './connection/closed-errors.js'
-import { openConnection } from './connection/connect.js'
-import type { Connection } from './connection/connection.js'
-import type { Request } from './connection/request.js'
-import { ArgumentError, ConnectionError, type PgNotice } from './errors.js'
+import type { ConnectionConfig } from '../config/types.js'
+import { queryLost } from '../connection/closed-errors.js'
+import { openConnection } from '../connection/connect.js'
+import type { Connection } from '../connection/connection.js'
+import type { Request } from '../connection/request.js'
+import { ArgumentError, ConnectionError, type PgNotice } from '../errors.js'
 import type { Listeners } from './notify.js'
-import type { Notification, TransactionStatus } from './protocol/backend.js'
-import { Session } from './query/session.js'
-import { makeQuery, type QueryDefaults } from './queryable.js'
+import type { Notification, TransactionStatus } from '../protocol/backend.js'
+import { Session } from '../query/session.js'
+import { lookupTypeInfos } from '../query/type-lookup.js'
+import { makeQuery, type QueryDefaults } from '../queryable/queryable.js'
 import { LaneQueryable } from './lane-queryable.js'
-import { probePooling } from './lane-probe.js'
+import { probePooling } from './probe.js'
 import { replicationRefusal } from './replication-guard.js'
-import { backOff, settleLostConnection, type Backoff } from './lane-backoff.js'
-import { active, connectChannel, noteSent, sending, traceConnect } from './tracing.js'
+import { backOff, settleLostConnection, type Backoff } from './backoff.js'
+import { active, connectChannel, noteSent, sending, traceConnect } from '../queryable/tracing.js'
 
 // One connection's whole life: opening it (again, with backoff, after a loss),
 // the requests waiting for it, who holds it exclusively, re-LISTEN on a new
@@ -180,6 +181,7 @@ export class Lane {
       (req) => this.sendInternal(req),
       () => Number.parseInt(conn.serverParameters.server_version ?? '0', 10),
       (req) => this.resend(req),
+      lookupTypeInfos,
     )
     // A backend's pid is a real process id: on Linux at most 2^22, and
     // positive. Poolers (PgBouncer, Supavisor) make up a random 32-bit key

@@ -1,6 +1,6 @@
-import { ArgumentError, ConnectionError } from './errors.js'
-import type { LaneQueryable } from './lane-queryable.js'
-import type { Queryable } from './queryable.js'
+import { ArgumentError, ConnectionError } from '../errors.js'
+import type { LaneQueryable } from '../lane/lane-queryable.js'
+import type { Queryable } from '../queryable/queryable.js'
 import type { ReservedClient } from './reserved-client.js'
 
 // A pool's hooks: what runs on each new connection, and around each

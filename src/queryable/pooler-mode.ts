@@ -1,4 +1,4 @@
-import { ArgumentError } from './errors.js'
+import { ArgumentError } from '../errors.js'
 
 // A transaction-mode pooler (PgBouncer's pool_mode=transaction) hands each
 // transaction to whichever server connection is free. What a statement leaves

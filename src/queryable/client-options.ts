@@ -1,12 +1,12 @@
-import type { ConnectOptions } from './config/index.js'
-import { ArgumentError, type PgNotice } from './errors.js'
-import type { RowMode } from './query/extended-query.js'
+import type { ConnectOptions } from '../config/index.js'
+import { ArgumentError, type PgNotice } from '../errors.js'
+import type { RowMode } from '../query/extended-query.js'
 import { checkRowMode, resolveLimits } from './query-options.js'
-import type { ResultLimits } from './query/exchange.js'
+import type { ResultLimits } from '../query/exchange.js'
 import type { TracingOptions } from './tracing.js'
-import type { TypeCatalog } from './types/catalog.js'
-import type { TypeOptions } from './types/codec.js'
-import type { CustomType } from './types/custom.js'
+import type { TypeCatalog } from '../types/catalog.js'
+import type { TypeOptions } from '../types/codec.js'
+import type { CustomType } from '../types/custom.js'
 
 // The settings a Client (and a Pool, for each of its connections) takes beyond
 // the connection settings, checked once, the same way for both.

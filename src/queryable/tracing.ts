@@ -1,6 +1,6 @@
 import dc from 'node:diagnostics_channel'
-import type { ConnectionConfig } from './config/types.js'
-import { PgError } from './errors.js'
+import type { ConnectionConfig } from '../config/types.js'
+import { PgError } from '../errors.js'
 
 // Tracing through node:diagnostics_channel (present in Node, Bun and Deno):
 // the channels' names and the fields of their context objects are public API.

@@ -1,12 +1,12 @@
 import { EventEmitter } from 'node:events'
-import type { ConnectionConfig } from './config/types.js'
-import type { CopyBothExchange } from './connection/copy-both.js'
-import { AbortError, ArgumentError, ConnectionError, PgError, ProtocolError } from './errors.js'
-import { decodePrimaryKeepalive, decodeXLogData, ReplicationMessage, writeStandbyStatusUpdate, type XLogDataHeader } from './protocol/replication.js'
-import { classifyReplicationError, ReplicationError } from './replication/errors.js'
-import { Lsn, lsnOf } from './replication/lsn.js'
+import type { ConnectionConfig } from '../config/types.js'
+import type { CopyBothExchange } from '../connection/copy-both.js'
+import { AbortError, ArgumentError, ConnectionError, PgError, ProtocolError } from '../errors.js'
+import { decodePrimaryKeepalive, decodeXLogData, ReplicationMessage, writeStandbyStatusUpdate, type XLogDataHeader } from '../protocol/replication.js'
+import { classifyReplicationError, ReplicationError } from '../replication/errors.js'
+import { Lsn, lsnOf } from '../replication/lsn.js'
 import { ReplicationConnection } from './replication-connection.js'
-import type { TypeCatalog } from './types/catalog.js'
+import type { TypeCatalog } from '../types/catalog.js'
 
 // The engine under subscribe() and replicate(): one replication connection at
 // a time, a bounded queue between the socket and the consumer, the

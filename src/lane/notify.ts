@@ -1,7 +1,7 @@
-import { ArgumentError } from './errors.js'
-import type { Notification } from './protocol/backend.js'
-import { utf8Length } from './protocol/utf8.js'
-import { quoteIdentifier } from './query/sql-template.js'
+import { ArgumentError } from '../errors.js'
+import type { Notification } from '../protocol/backend.js'
+import { utf8Length } from '../protocol/utf8.js'
+import { quoteIdentifier } from '../query/sql-template.js'
 
 /** Called with each notification's payload ('' when none was given) and the whole notification. */
 export type NotificationHandler = (payload: string, notification: Notification) => void
