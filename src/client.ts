@@ -9,11 +9,9 @@ import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './err
 import { Listeners, type Listener, type NotificationHandler } from './lane/notify.js'
 import type { Notification, TransactionStatus } from './protocol/backend.js'
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './walsender/subscription.js'
-import { checkTypeOptions, Queryable, type QueryDefaults } from './queryable/queryable.js'
+import { Queryable, type QueryDefaults } from './queryable/queryable.js'
 import { runTransaction, type Transaction, type TransactionOptions } from './queryable/transaction.js'
-import { traceBase } from './queryable/tracing.js'
-import { TypeCatalog } from './types/catalog.js'
-import { defaultTypeOptions } from './types/codec.js'
+import type { TypeCatalog } from './types/catalog.js'
 import type { CustomType } from './types/custom.js'
 
 export type { ClientOptions } from './queryable/client-options.js'
@@ -51,11 +49,10 @@ export class Client extends Queryable {
     super()
     this.config = resolveConfig(config, { ignoreKeys: clientKeys })
     const opts: ClientOptions = typeof config === 'object' && config !== null ? config : {}
-    const checked = checkClientOptions(opts)
+    const checked = checkClientOptions(opts, this.config)
     this.#onNotice = opts.onNotice
-    this.#catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
-    for (const t of checked.customTypes) this.registerType(t)
-    this.#defaults = { rowMode: checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true), limits: checked.limits, refuseSessionState: this.config.pooler === 'transaction' }
+    this.#catalog = checked.catalog
+    this.#defaults = checked.defaults
     this.#listeners = new Listeners((sql) => this.query(sql).then(() => undefined))
     this.#lane = new Lane({
       config: this.config,

@@ -15,13 +15,12 @@ import { Lsn } from '../replication/lsn.js'
 import { checkHost, singleHost, type HostInfo, type HostState } from './hosts.js'
 import { PoolQueue, poolKeys, spareLane, sweep, type PoolEvents, type PoolOptions } from './options.js'
 import { exclusive, leastOutstanding, plain, type PoolLane, type PoolRouting, type RouteNeed } from './routing.js'
-import { checkOptionKeys, checkRoute, checkTypeOptions, Queryable, reserveOptionKeys, type QueryDefaults, type RouteOptions } from '../queryable/queryable.js'
+import { checkOptionKeys, checkRoute, Queryable, reserveOptionKeys, type QueryDefaults, type RouteOptions } from '../queryable/queryable.js'
 import { ReservedClient, type Reservation } from './reserved-client.js'
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from '../walsender/subscription.js'
 import type { Transaction, TransactionOptions } from '../queryable/transaction.js'
-import { acquireChannel, active, traceAcquire, traceBase } from '../queryable/tracing.js'
-import { TypeCatalog } from '../types/catalog.js'
-import { defaultTypeOptions } from '../types/codec.js'
+import { acquireChannel, active, traceAcquire } from '../queryable/tracing.js'
+import type { TypeCatalog } from '../types/catalog.js'
 import type { CustomType } from '../types/custom.js'
 
 export { ReservedClient }
@@ -75,11 +74,10 @@ export class Pool extends Queryable {
     this.#cluster = clusterOf(this.config, opts, this.#clusterOwner())
     this.#hooks = hookSteps(opts)
     this.#routing = this.#cluster ?? leastOutstanding
-    this.#checked = checkClientOptions(opts)
+    this.#checked = checkClientOptions(opts, this.config)
     this.#onNotice = opts.onNotice
-    this.#catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
-    for (const t of this.#checked.customTypes) this.registerType(t)
-    this.#defaults = { rowMode: this.#checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true), limits: this.#checked.limits, refuseSessionState: this.config.pooler === 'transaction' }
+    this.#catalog = this.#checked.catalog
+    this.#defaults = this.#checked.defaults
     exposeInternals(this, { emitter: this.#emitter, lanes: () => [...this.#lanes.map((l) => l.lane), ...(this.#notifier === null ? [] : [this.#notifier.lane])] })
   }
 

@@ -1,11 +1,10 @@
-import { checkSignal, checkTimeout } from './call-args.js'
 import { ArgumentError } from '../errors.js'
 import { Batch } from '../query/batch.js'
 import { BatchStatement } from '../query/batch-statement.js'
 import type { QueryRowMode } from '../query/result.js'
 import { buildQuery } from '../query/sql-template.js'
-import { batchOptionKeys, batchQueryOptionKeys, checkOptionKeys, checkRoute, type QueryDefaults, type RouteOptions } from './query-options.js'
-import { arm, checkQuery, declaredOf, settingsOf } from './query-requests.js'
+import { batchOptionKeys, batchQueryOptionKeys, checkOptionKeys, checkRoute, checkSignal, checkTimeout, settingsOf, type QueryDefaults, type RouteOptions } from './query-options.js'
+import { arm, checkQuery, declaredOf } from './query-requests.js'
 import { operationOf } from './tracing.js'
 import type { TypeOptions } from '../types/codec.js'
 

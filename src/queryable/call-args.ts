@@ -1,20 +1,8 @@
 import { CopyRowError, quoteIdentifier, type CopyRow } from '../copy/format.js'
 import { ArgumentError } from '../errors.js'
-import { checkOptionKeys, copyOptionKeys, type CopyOptions } from './query-options.js'
+import { checkOptionKeys, checkSignal, checkTimeout, copyOptionKeys, type CopyOptions } from './query-options.js'
 
 // Argument checks of the query methods, and the row sources of copyFromRows().
-
-export function checkTimeout(t: unknown): number | undefined {
-  if (t === undefined) return undefined
-  if (typeof t !== 'number' || !(t > 0) || t > 2147483647) throw new ArgumentError(`timeout must be a positive number of milliseconds, not ${JSON.stringify(t)}`)
-  return t
-}
-
-export function checkSignal(s: unknown): AbortSignal | undefined {
-  if (s === undefined) return undefined
-  if (!(s instanceof AbortSignal)) throw new ArgumentError('signal must be an AbortSignal')
-  return s
-}
 
 export function positiveInt(v: unknown, name: string, dflt: number): number {
   if (v === undefined) return dflt

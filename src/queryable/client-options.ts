@@ -1,28 +1,21 @@
 import type { ConnectOptions } from '../config/index.js'
+import type { ConnectionConfig } from '../config/types.js'
 import { ArgumentError, type PgNotice } from '../errors.js'
-import type { RowMode } from '../query/extended-query.js'
-import { checkRowMode, resolveLimits } from './query-options.js'
-import type { ResultLimits } from '../query/exchange.js'
-import type { TracingOptions } from './tracing.js'
-import type { TypeCatalog } from '../types/catalog.js'
-import type { TypeOptions } from '../types/codec.js'
+import { checkTypeOptions, queryDefaultKeys, queryDefaultsOf, type QueryDefaultOptions, type QueryDefaults } from './query-options.js'
+import { traceBase, type TracingOptions } from './tracing.js'
+import { TypeCatalog } from '../types/catalog.js'
+import { defaultTypeOptions } from '../types/codec.js'
 import type { CustomType } from '../types/custom.js'
 
 // The settings a Client (and a Pool, for each of its connections) takes beyond
 // the connection settings, checked once, the same way for both.
 
-/** Settings of a Client: every connection setting, plus how results are delivered. */
-export interface ClientOptions extends ConnectOptions, TracingOptions {
+/** Settings of a Client: every connection setting, the defaults of its queries, plus how results are delivered. */
+export interface ClientOptions extends ConnectOptions, TracingOptions, QueryDefaultOptions {
   /** Called with every NoticeResponse (RAISE NOTICE, warnings). Same as listening to 'notice'. */
   onNotice?: (notice: PgNotice) => void
-  /** Default row shape for this client's queries. */
-  rowMode?: RowMode
-  /** How int8, numeric, timestamps and dates come back (see TypeOptions). */
-  types?: TypeOptions
   /** Codecs for types pipegres does not know, or to change how a type is decoded. */
   customTypes?: CustomType[]
-  /** Default timeout of every query, in milliseconds (cancelled on the server when it runs out). */
-  queryTimeout?: number
   /**
    * Reconnection after a lost connection: the first attempt is immediate, then
    * each failed attempt doubles the wait up to this many milliseconds (default 5000).
@@ -42,29 +35,28 @@ export interface ClientOptions extends ConnectOptions, TracingOptions {
    * that convert values themselves, as pipegres/pg does with pg's parsers.
    */
   textResults?: boolean
-  /** Default maxRows of every query (see QueryOptions.maxRows); a query's own wins. */
-  maxRows?: number
-  /** Default maxBytes of every query (see QueryOptions.maxBytes); a query's own wins. */
-  maxBytes?: number
 }
 
-export const clientKeys = ['onNotice', 'rowMode', 'types', 'customTypes', 'queryTimeout', 'reconnectMaxDelay', 'maxPending', 'textResults', 'traceParameters', 'maxRows', 'maxBytes'] as const
+export const clientKeys = [...queryDefaultKeys, 'onNotice', 'customTypes', 'reconnectMaxDelay', 'maxPending', 'textResults', 'traceParameters'] as const
 
 export interface CheckedClientOptions {
-  readonly rowMode: RowMode
   readonly reconnectMaxDelay: number
   readonly maxPending: number
-  readonly customTypes: readonly CustomType[]
-  readonly limits: ResultLimits | undefined
+  /** The type catalog of every connection of the client or pool, with its custom types registered. */
+  readonly catalog: TypeCatalog
+  readonly defaults: QueryDefaults
 }
 
 /** Checks the settings in the order a Client always has; an ArgumentError names the first one wrong. */
-export function checkClientOptions(opts: ClientOptions): CheckedClientOptions {
-  const rowMode = opts.rowMode !== undefined ? checkRowMode(opts.rowMode) : 'object'
+export function checkClientOptions(opts: ClientOptions, config: ConnectionConfig): CheckedClientOptions {
+  const catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
+  const defaults = queryDefaultsOf(opts, {
+    prepare: config.prepare,
+    catalog,
+    trace: traceBase(config, opts.traceParameters === true),
+    refuseSessionState: config.pooler === 'transaction',
+  })
   if (opts.onNotice !== undefined && typeof opts.onNotice !== 'function') throw new ArgumentError('onNotice must be a function')
-  if (opts.queryTimeout !== undefined && (typeof opts.queryTimeout !== 'number' || !(opts.queryTimeout > 0))) {
-    throw new ArgumentError('queryTimeout must be a positive number of milliseconds')
-  }
   if (opts.reconnectMaxDelay !== undefined && (typeof opts.reconnectMaxDelay !== 'number' || !(opts.reconnectMaxDelay >= 0))) {
     throw new ArgumentError('reconnectMaxDelay must be a number of milliseconds')
   }
@@ -72,8 +64,8 @@ export function checkClientOptions(opts: ClientOptions): CheckedClientOptions {
     throw new ArgumentError('maxPending must be a positive integer')
   }
   if (opts.customTypes !== undefined && !Array.isArray(opts.customTypes)) throw new ArgumentError('customTypes must be an array')
-  const limits = resolveLimits(opts.maxRows, opts.maxBytes, undefined, '')
-  return { rowMode, reconnectMaxDelay: opts.reconnectMaxDelay ?? 5000, maxPending: opts.maxPending ?? Infinity, customTypes: opts.customTypes ?? [], limits }
+  for (const t of opts.customTypes ?? []) registerCustomType(catalog, t)
+  return { reconnectMaxDelay: opts.reconnectMaxDelay ?? 5000, maxPending: opts.maxPending ?? Infinity, catalog, defaults }
 }
 
 /** registerType() of a Client or a Pool: the description is checked before the catalog takes it. */

@@ -1,7 +1,7 @@
 import type { CopyFormatOptions, CopyRow } from '../copy/format.js'
 import { ArgumentError } from '../errors.js'
 import { Lsn } from '../replication/lsn.js'
-import type { ResultLimits } from '../query/exchange.js'
+import type { QuerySettings, ResultLimits } from '../query/exchange.js'
 import type { QueryRowMode, RowMode } from '../query/result.js'
 import type { TraceBase } from './tracing.js'
 import type { TypeCatalog } from '../types/catalog.js'
@@ -11,8 +11,14 @@ import type { TypeView } from '../types/view.js'
 // The options of every call that runs a query, and the checks on the ones
 // that are shared by clients, pools and transactions.
 
-/** Per-query options. */
-export interface QueryOptions {
+/**
+ * The per-query options that become a query's settings (QuerySettings in
+ * query/exchange.ts): query(), stream(), cursor() and each statement of a
+ * batch take them. A new one is declared here, resolved in settingsOf() below,
+ * and read by the request that uses it; every call that takes these options
+ * knows it from `settingOptionNames`.
+ */
+export interface QuerySettingOptions {
   /**
    * 'object' (default): rows keyed by column name; 'array': rows as arrays in
    * column order; 'columns' (query() only): no rows, but result.columns, one
@@ -23,10 +29,6 @@ export interface QueryOptions {
   prepare?: boolean
   /** Type options for this query only, e.g. { int8: 'number' }. */
   types?: TypeOptions
-  /** Aborts the query: dropped if not sent yet, cancelled on the server if running. */
-  signal?: AbortSignal
-  /** Milliseconds after which the query is cancelled and rejects with a TimeoutError. */
-  timeout?: number
   /**
    * Rows the result may have: one more, and the query is cancelled on the
    * server and rejects with a ResultLimitError (nothing is truncated silently).
@@ -34,6 +36,14 @@ export interface QueryOptions {
   maxRows?: number
   /** Bytes of row data (DataRow messages as received) the result may have; past them, as for maxRows. */
   maxBytes?: number
+}
+
+/** Per-query options. */
+export interface QueryOptions extends QuerySettingOptions {
+  /** Aborts the query: dropped if not sent yet, cancelled on the server if running. */
+  signal?: AbortSignal
+  /** Milliseconds after which the query is cancelled and rejects with a TimeoutError. */
+  timeout?: number
   /** A pool on several hosts sends it to a standby (see Pool). A client or transaction runs it where it is. */
   readOnly?: boolean
   /**
@@ -42,6 +52,30 @@ export interface QueryOptions {
    */
   after?: string | Lsn
 }
+
+/** The per-query options a Client or a Pool also takes, as the default of all its queries. */
+export interface QueryDefaultOptions {
+  /** Default row shape for this client's queries. */
+  rowMode?: RowMode
+  /** How int8, numeric, timestamps and dates come back (see TypeOptions). */
+  types?: TypeOptions
+  /** Default timeout of every query, in milliseconds (cancelled on the server when it runs out). */
+  queryTimeout?: number
+  /** Default maxRows of every query (see QueryOptions.maxRows); a query's own wins. */
+  maxRows?: number
+  /** Default maxBytes of every query (see QueryOptions.maxBytes); a query's own wins. */
+  maxBytes?: number
+}
+
+// Records rather than lists: the compiler insists that each names every
+// option of its interface, so an option added to one is known at once to
+// every call that takes it, and to the key check of each.
+const settingOptionNames: Record<keyof QuerySettingOptions, true> = { rowMode: true, prepare: true, types: true, maxRows: true, maxBytes: true }
+const queryOnlyOptionNames: Record<Exclude<keyof QueryOptions, keyof QuerySettingOptions>, true> = { signal: true, timeout: true, readOnly: true, after: true }
+const queryDefaultOptionNames: Record<keyof QueryDefaultOptions, true> = { rowMode: true, types: true, queryTimeout: true, maxRows: true, maxBytes: true }
+const settingKeys = Object.keys(settingOptionNames) as (keyof QuerySettingOptions)[]
+/** The options of a Client or Pool that are defaults of its queries. */
+export const queryDefaultKeys = Object.keys(queryDefaultOptionNames) as (keyof QueryDefaultOptions)[]
 
 /** Where a pool sends a request: the routing options of every call. */
 export interface RouteOptions {
@@ -199,7 +233,8 @@ export function checkQueryRowMode(rowMode: unknown): QueryRowMode {
 // The options each call takes. A misspelt option (`{ timout: 5 }`) would
 // otherwise be ignored without a word, and the query run without it.
 const keys = (...names: string[]): ReadonlySet<string> => new Set(names)
-export const queryOptionKeys = keys('rowMode', 'prepare', 'types', 'signal', 'timeout', 'maxRows', 'maxBytes', 'readOnly', 'after')
+export const batchQueryOptionKeys = keys(...settingKeys)
+export const queryOptionKeys = keys(...settingKeys, ...Object.keys(queryOnlyOptionNames))
 export const streamOptionKeys = keys(...queryOptionKeys, 'highWaterMark')
 export const cursorOptionKeys = keys(...queryOptionKeys, 'batchSize')
 export const reserveOptionKeys = keys('readOnly')
@@ -208,10 +243,21 @@ export const rawOptionKeys = keys('format', 'prepare', 'signal', 'timeout', 'rea
 export const simpleQueryOptionKeys = keys('rowMode', 'signal', 'timeout', 'readOnly', 'after')
 export const copyOptionKeys = keys('signal', 'timeout')
 export const batchOptionKeys = keys('signal', 'timeout', 'readOnly', 'after')
-export const batchQueryOptionKeys = keys('rowMode', 'prepare', 'types', 'maxRows', 'maxBytes')
 const copyFormatKeys = ['format', 'delimiter', 'quote', 'escape']
 export const copyFromRowsOptionKeys = keys(...copyOptionKeys, ...copyFormatKeys, 'columns')
 export const copyToRowsOptionKeys = keys(...copyOptionKeys, ...copyFormatKeys, 'rowMode', 'types', 'highWaterMark')
+
+export function checkTimeout(t: unknown): number | undefined {
+  if (t === undefined) return undefined
+  if (typeof t !== 'number' || !(t > 0) || t > 2147483647) throw new ArgumentError(`timeout must be a positive number of milliseconds, not ${JSON.stringify(t)}`)
+  return t
+}
+
+export function checkSignal(s: unknown): AbortSignal | undefined {
+  if (s === undefined) return undefined
+  if (!(s instanceof AbortSignal)) throw new ArgumentError('signal must be an AbortSignal')
+  return s
+}
 
 /** Refuses options `what` does not take, naming them (undefined values are let through, as absent). */
 export function checkOptionKeys(options: object, known: ReadonlySet<string>, what: string): void {
@@ -227,4 +273,43 @@ export function checkOptionKeys(options: object, known: ReadonlySet<string>, wha
 export function checkRoute(options: RouteOptions): void {
   if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new ArgumentError('readOnly must be true or false')
   if (options.after !== undefined) Lsn.from(options.after)
+}
+
+/**
+ * A query's settings: the queryable's defaults themselves when the options
+ * change none of them (no allocation for the common case), else one object
+ * with the options over the defaults. Every option is checked here, unknown
+ * ones included, before a request exists.
+ */
+export function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, known: ReadonlySet<string>, what: string, columns = false): QuerySettings {
+  if (options === undefined) return d
+  checkOptionKeys(options, known, what)
+  checkSignal(options.signal)
+  checkTimeout(options.timeout)
+  checkRoute(options)
+  if (!settingKeys.some((k) => options[k] !== undefined)) return d
+  return {
+    rowMode: options.rowMode === undefined ? d.rowMode : columns ? checkQueryRowMode(options.rowMode) : checkRowMode(options.rowMode),
+    prepare: options.prepare !== undefined ? options.prepare === true && d.prepare : d.prepare,
+    view: options.types !== undefined ? d.catalog.view(checkTypeOptions(options.types, 'types')) : d.view,
+    limits: resolveLimits(options.maxRows, options.maxBytes, d.limits, ''),
+  }
+}
+
+/** What a Client or Pool resolves once from its options and configuration, for every query it runs. */
+export interface QueryDefaultsBase {
+  readonly prepare: boolean
+  readonly catalog: TypeCatalog
+  readonly trace: TraceBase
+  readonly refuseSessionState: boolean
+}
+
+/** The defaults of a Client's or Pool's queries: its options (checked here) over what its configuration says. */
+export function queryDefaultsOf(opts: QueryDefaultOptions, base: QueryDefaultsBase): QueryDefaults {
+  const rowMode = opts.rowMode !== undefined ? checkRowMode(opts.rowMode) : 'object'
+  if (opts.queryTimeout !== undefined && (typeof opts.queryTimeout !== 'number' || !(opts.queryTimeout > 0))) {
+    throw new ArgumentError('queryTimeout must be a positive number of milliseconds')
+  }
+  const limits = resolveLimits(opts.maxRows, opts.maxBytes, undefined, '')
+  return { ...base, rowMode, queryTimeout: opts.queryTimeout, view: base.catalog.view(), limits }
 }

@@ -1,13 +1,11 @@
-import { checkSignal, checkTimeout } from './call-args.js'
 import { ArgumentError } from '../errors.js'
 import { refuseSessionState } from './pooler-mode.js'
 import { abortErrorOf } from '../query/abort.js'
-import type { QuerySettings } from '../query/exchange.js'
 import { ExtendedQuery } from '../query/extended-query.js'
 import type { ExtendedRequest } from '../query/extended-request.js'
 import { SimpleQuery } from '../query/simple-query.js'
 import { declaredTypes } from '../query/typed.js'
-import { checkOptionKeys, checkQueryRowMode, checkRoute, checkRowMode, checkTypeOptions, queryOptionKeys, resolveLimits, simpleQueryOptionKeys, type QueryDefaults, type QueryOptions, type SimpleQueryOptions } from './query-options.js'
+import { checkOptionKeys, checkRoute, checkRowMode, checkSignal, checkTimeout, queryOptionKeys, settingsOf, simpleQueryOptionKeys, type QueryDefaults, type QueryOptions, type SimpleQueryOptions } from './query-options.js'
 
 // User calls turned into requests, with the same argument checks and option
 // resolution for every queryable (and for the statements of a batch).
@@ -18,27 +16,6 @@ export function checkQuery(d: QueryDefaults, text: unknown, values: unknown): re
   if (values !== undefined && !Array.isArray(values)) throw new ArgumentError('query values must be an array')
   if (d.refuseSessionState === true) refuseSessionState(text)
   return (values ?? []) as unknown[]
-}
-
-/**
- * A query's settings: the queryable's defaults themselves when the options
- * change none of them (no allocation for the common case), else one object
- * with the options over the defaults. Every option is checked here, unknown
- * ones included, before a request exists.
- */
-export function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, known: ReadonlySet<string>, what: string, columns = false): QuerySettings {
-  if (options === undefined) return d
-  checkOptionKeys(options, known, what)
-  checkSignal(options.signal)
-  checkTimeout(options.timeout)
-  checkRoute(options)
-  if (options.rowMode === undefined && options.prepare === undefined && options.types === undefined && options.maxRows === undefined && options.maxBytes === undefined) return d
-  return {
-    rowMode: options.rowMode === undefined ? d.rowMode : columns ? checkQueryRowMode(options.rowMode) : checkRowMode(options.rowMode),
-    prepare: options.prepare !== undefined ? options.prepare === true && d.prepare : d.prepare,
-    view: options.types !== undefined ? d.catalog.view(checkTypeOptions(options.types, 'types')) : d.view,
-    limits: resolveLimits(options.maxRows, options.maxBytes, d.limits, ''),
-  }
 }
 
 /** Ties a request to its signal and timeout (checked by settingsOf). */

@@ -27,8 +27,8 @@ import { buildQuery } from '../query/sql-template.js'
 import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
 
 export * from './query-options.js'
-import { checkOptionKeys, copyRowMode, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
-import { arm, checkQuery, declaredOf, makeQuery, makeSimpleQuery, settingsOf } from './query-requests.js'
+import { checkOptionKeys, copyRowMode, settingsOf, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { arm, checkQuery, declaredOf, makeQuery, makeSimpleQuery } from './query-requests.js'
 export { makeQuery, makeSimpleQuery } from './query-requests.js'
 
 // What every object that runs queries shares (a client, a transaction, a

@@ -176,7 +176,7 @@ const expectedNames = [
   'Listener', 'LogicalMessage', 'Lsn', 'Money', 'Notification', 'NotificationHandler',
   'NullBitmaps', 'OriginMessage', 'ParameterError', 'PasswordSource', 'PgError', 'PgErrorFields',
   'PgNotice', 'PipegresError', 'Pool', 'PoolEvents', 'PoolHooks', 'PoolOptions', 'PrepareMessage',
-  'ProtocolError', 'ProtocolVersion', 'QueryOptions', 'QueryRowMode', 'QueryTiming', 'QueryTrace', 'Queryable',
+  'ProtocolError', 'ProtocolVersion', 'QueryDefaultOptions', 'QueryOptions', 'QueryRowMode', 'QuerySettingOptions', 'QueryTiming', 'QueryTrace', 'Queryable',
   'Range', 'RangeBounds', 'RawDestination', 'RawOptions', 'RawResult', 'ReadSlot', 'Relation',
   'RelationColumn', 'RelationMessage', 'ReplicateOptions', 'ReplicationConnection',
   'ReplicationError', 'ReplicationFailure', 'ReplicationLag', 'ReplicationStream', 'ReplicationStreamEvents',
