@@ -72,10 +72,12 @@ export class Client extends Queryable {
     exposeInternals(this, { emitter: this.#emitter, lanes: () => [this.#lane] })
   }
 
+  /** @internal */
   protected defaults(): QueryDefaults {
     return this.#defaults
   }
 
+  /** @internal */
   protected dispatch(req: Request): void {
     this.#lane.send(req, null)
   }

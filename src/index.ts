@@ -49,7 +49,32 @@ export { TransactionError, Transaction } from './queryable/transaction.js'
 export { Lsn } from './replication/lsn.js'
 export { ReplicationError, type ReplicationFailure } from './replication/errors.js'
 export { unchangedToast, type UnchangedToast } from './replication/messages.js'
-export type * from './replication/messages.js'
+export type {
+  ChangeRow,
+  RelationColumn,
+  Relation,
+  WalMessageBase,
+  ChangeMessageBase,
+  BeginMessage,
+  CommitMessage,
+  OriginMessage,
+  RelationMessage,
+  TypeMessage,
+  InsertMessage,
+  UpdateMessage,
+  DeleteMessage,
+  TruncateMessage,
+  LogicalMessage,
+  StreamStartMessage,
+  StreamStopMessage,
+  StreamCommitMessage,
+  StreamAbortMessage,
+  BeginPrepareMessage,
+  PrepareMessage,
+  CommitPreparedMessage,
+  RollbackPreparedMessage,
+  ChangeMessage,
+} from './replication/messages.js'
 export type { SubscribeOptions, ReplicateOptions, Subscription, WalStream, WalMessage } from './walsender/subscription.js'
 export type { StreamOptions as ReplicationStreamOptions, StreamEvents as ReplicationStreamEvents } from './walsender/replication-stream.js'
 export { ReplicationStream } from './walsender/replication-stream.js'

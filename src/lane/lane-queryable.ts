@@ -23,10 +23,12 @@ export class LaneQueryable<L extends QueryLane = QueryLane> extends Queryable {
     super()
   }
 
+  /** @internal */
   protected defaults(): QueryDefaults {
     return this.queryDefaults
   }
 
+  /** @internal */
   protected dispatch(req: Request): void {
     this.lane.send(req, this.owner)
   }

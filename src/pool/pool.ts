@@ -81,6 +81,7 @@ export class Pool extends Queryable {
     exposeInternals(this, { emitter: this.#emitter, lanes: () => [...this.#lanes.map((l) => l.lane), ...(this.#notifier === null ? [] : [this.#notifier.lane])] })
   }
 
+  /** @internal */
   protected defaults(): QueryDefaults {
     return this.#defaults
   }
@@ -204,6 +205,7 @@ export class Pool extends Queryable {
     return this.#cluster?.needOf(route, isExclusive) ?? (isExclusive ? exclusive : plain)
   }
 
+  /** @internal */
   protected dispatch(req: Request, route?: RouteOptions): void {
     if (this.#ended !== null || this.#destroyed !== null) {
       req.fail(this.#closedError(), false)
@@ -232,6 +234,7 @@ export class Pool extends Queryable {
   }
 
   /** A cursor gets a connection of its own, given back when it is done. */
+  /** @internal */
   protected override dispatchExclusive(req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
     let need: RouteNeed
     try {
@@ -269,7 +272,7 @@ export class Pool extends Queryable {
       const { entry, token } = await this.#reserveOne(need)
       const discard = (): void => this.#close(entry, token)
       const reservation: Reservation = { lane: entry.lane, token, giveBack: () => this.#giveBack(entry, token), cleanup: this.#hooks.release, discard }
-      const client = new ReservedClient(reservation, this.#defaults)
+      const client = ReservedClient.create(reservation, this.#defaults)
       await this.#hooks.reserve(client, discard)
       return { reservation, client }
     }

@@ -32,7 +32,13 @@ export class ReservedClient extends Queryable {
   readonly #host: TransactionHost
 
   /** @internal Made by Pool.reserve(). */
-  constructor(reservation: Reservation, defaults: QueryDefaults) {
+  /** @internal */
+  static create(reservation: Reservation, defaults: QueryDefaults): ReservedClient {
+    return new ReservedClient(reservation, defaults)
+  }
+
+  /** Made by pool.reserve(): the connection it holds comes from the pool. */
+  private constructor(reservation: Reservation, defaults: QueryDefaults) {
     super()
     this.#reservation = reservation
     this.#defaults = defaults
@@ -55,10 +61,12 @@ export class ReservedClient extends Queryable {
     }
   }
 
+  /** @internal */
   protected defaults(): QueryDefaults {
     return this.#defaults
   }
 
+  /** @internal */
   protected dispatch(req: Request): void {
     this.#send(req)
   }

@@ -40,7 +40,13 @@ export class Cursor<R = Row> implements AsyncIterable<R[]> {
   private failure: Error | null = null
   private total = 0
 
-  constructor(readonly batchSize: number) {}
+  /** Made by cursor(): a cursor is useful only with the query that feeds it. */
+  private constructor(readonly batchSize: number) {}
+
+  /** @internal */
+  static create<R>(batchSize: number): Cursor<R> {
+    return new Cursor<R>(batchSize)
+  }
 
   /** @internal */
   bind(req: CursorQuery | null, send: (req: CursorQuery) => void, error: Error | null): void {

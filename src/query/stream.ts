@@ -46,7 +46,13 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R> {
   private req: StreamRequest | null = null
   private send: ((req: StreamRequest) => void) | null = null
 
-  constructor(private readonly highWaterMark: number) {}
+  /** Made by stream() and copyToRows(): a stream is useful only with the query that feeds it. */
+  private constructor(private readonly highWaterMark: number) {}
+
+  /** @internal */
+  static create<R>(highWaterMark: number): RowStream<R> {
+    return new RowStream<R>(highWaterMark)
+  }
 
   /** @internal The request to send on the first next(), and how; or the error to report there. */
   bind<Q extends StreamRequest>(req: Q | null, send: (req: Q) => void, error: Error | null): void {

@@ -46,7 +46,13 @@ export class CopyInStream extends Writable {
   rowCount: number | null = null
 
   /** @internal */
-  constructor(private readonly req: CopyIn) {
+  /** @internal */
+  static create(req: CopyIn): CopyInStream {
+    return new CopyInStream(req)
+  }
+
+  /** Made by copyFrom(): the stream writes into the COPY that request started. */
+  private constructor(private readonly req: CopyIn) {
     super({ highWaterMark: HIGH_WATER_MARK, decodeStrings: true })
     this.on('error', noop)
     this.result = req.promise.then(
@@ -107,7 +113,13 @@ export class CopyOutStream extends Readable {
   private readonly settle: { resolve: (r: CopyResult | PromiseLike<never>) => void }
 
   /** @internal */
-  constructor() {
+  /** @internal */
+  static create(): CopyOutStream {
+    return new CopyOutStream()
+  }
+
+  /** Made by copyTo(): the stream reads from the COPY that request started. */
+  private constructor() {
     super({ highWaterMark: HIGH_WATER_MARK })
     this.on('error', noop)
     let settle!: typeof this.settle

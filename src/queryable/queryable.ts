@@ -48,13 +48,16 @@ interface Bindable<Q> {
  * requests go (a connection, a transaction's connection, the pool).
  */
 export abstract class Queryable {
+  /** @internal */
   protected abstract defaults(): QueryDefaults
   /** Hands a request over; it settles itself. */
+  /** @internal */
   protected abstract dispatch(req: Request, route?: RouteOptions): void
   /**
    * Hands over a request that keeps its connection to itself until it is done
    * (a cursor): a pool gives it a connection of its own.
    */
+  /** @internal */
   protected dispatchExclusive(req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
     this.dispatch(req, route)
   }
@@ -156,7 +159,7 @@ export abstract class Queryable {
       values,
       options,
       () => positiveInt(options?.highWaterMark, 'highWaterMark', 1000),
-      (size) => new RowStream<R>(size),
+      (size) => RowStream.create<R>(size),
       (s, settings, vals) => new StreamQuery(text, vals, settings, declaredOf(vals), s as RowStream<unknown>),
       streamOptionKeys,
     )
@@ -175,7 +178,7 @@ export abstract class Queryable {
       values,
       options,
       () => positiveInt(options?.batchSize, 'batchSize', 1000),
-      (size) => new Cursor<R>(size),
+      (size) => Cursor.create<R>(size),
       (c, settings, vals) => new CursorQuery(text, vals, settings, declaredOf(vals), c as Cursor<unknown>),
       cursorOptionKeys,
     )
@@ -269,7 +272,7 @@ export abstract class Queryable {
       req = new CopyIn('')
       req.abort(err as Error)
     }
-    const stream = new CopyInStream(req)
+    const stream = CopyInStream.create(req)
     if (!req.dropped) this.aside('copy', req.text, undefined, req)
     return stream
   }
@@ -378,7 +381,7 @@ export abstract class Queryable {
    * the stream early cancels the COPY.
    */
   copyTo(text: string, options?: CopyOptions): CopyOutStream {
-    const stream = new CopyOutStream()
+    const stream = CopyOutStream.create()
     let req: CopyOut
     try {
       const { signal, timeout } = copyOptions(options)
@@ -404,9 +407,9 @@ export abstract class Queryable {
   copyToRows<R = Row>(query: string, options?: CopyToRowsOptions): RowStream<R> {
     let s: RowStream<R>
     try {
-      s = new RowStream<R>(positiveInt(options?.highWaterMark, 'highWaterMark', 1000))
+      s = RowStream.create<R>(positiveInt(options?.highWaterMark, 'highWaterMark', 1000))
     } catch (err) {
-      s = new RowStream<R>(1)
+      s = RowStream.create<R>(1)
       s.bind(null, noop, err as Error)
       return s
     }

@@ -83,7 +83,13 @@ export class Transaction extends Queryable {
   readonly #depth: number
 
   /** @internal Made by begin() and savepoint(). */
-  constructor(host: TransactionHost, token: object, queryDefaults: QueryDefaults, depth = 0, shared?: Shared, attempt = 1) {
+  /** @internal */
+  static create(host: TransactionHost, token: object, queryDefaults: QueryDefaults, attempt: number): Transaction {
+    return new Transaction(host, token, queryDefaults, 0, undefined, attempt)
+  }
+
+  /** Made by begin() and savepoint(): a transaction is useful only on the connection it holds. */
+  private constructor(host: TransactionHost, token: object, queryDefaults: QueryDefaults, depth = 0, shared?: Shared, attempt = 1) {
     super()
     this.#host = host
     this.#token = token
@@ -97,10 +103,12 @@ export class Transaction extends Queryable {
     return this.#shared.attempt
   }
 
+  /** @internal */
   protected defaults(): QueryDefaults {
     return this.#queryDefaults
   }
 
+  /** @internal */
   protected dispatch(req: Request): void {
     if (this.#over) {
       req.fail(new ArgumentError('this transaction is over: run the query on the client, or inside the transaction function'), false)
@@ -217,7 +225,7 @@ export async function runTransaction<T>(host: TransactionHost, defaults: QueryDe
 async function runOnce<T>(host: TransactionHost, defaults: QueryDefaults, begin: string, fn: (tx: Transaction) => Promise<T>, attempt: number): Promise<T> {
   const token = {}
   await host.hold(token)
-  const tx = new Transaction(host, token, defaults, 0, undefined, attempt)
+  const tx = Transaction.create(host, token, defaults, attempt)
   try {
     const started = tx.sendBegin(begin)
     let result: T
