@@ -11,6 +11,7 @@ import type { Notification, TransactionStatus } from './protocol/backend.js'
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './walsender/subscription.js'
 import { Queryable, type QueryDefaults } from './queryable/queryable.js'
 import { runTransaction, type Transaction, type TransactionOptions } from './queryable/transaction.js'
+import { startTransaction, type StartedTransaction, type StartTransactionOptions } from './queryable/started-transaction.js'
 import type { TypeCatalog } from './types/catalog.js'
 import type { CustomType } from './types/custom.js'
 
@@ -44,6 +45,8 @@ export class Client extends Queryable {
   readonly #catalog: TypeCatalog
   readonly #defaults: QueryDefaults
   readonly #onNotice: ((n: PgNotice) => void) | undefined
+  /** Transactions of startTransaction() not over yet: told when the connection is lost. */
+  readonly #started = new Set<StartedTransaction>()
 
   constructor(config?: string | ClientOptions) {
     super()
@@ -65,7 +68,12 @@ export class Client extends Queryable {
         notice: (n) => this.#deliver('notice', n),
         notification: (n) => this.#deliver('notification', n),
         parameter: (k, v) => this.#deliver('parameter', k, v),
-        disconnect: (err) => this.#deliver('disconnect', err),
+        disconnect: (err) => {
+          // A transaction that lost its connection lets go of the client at
+          // once, so that the queries waiting behind it go on.
+          for (const tx of this.#started) tx.noticeLoss()
+          this.#deliver('disconnect', err)
+        },
         close: (err) => this.#deliver('close', err),
       },
     })
@@ -141,6 +149,18 @@ export class Client extends Queryable {
     const [options, fn] = typeof a === 'function' ? [{}, a] : [a, b]
     if (typeof fn !== 'function') return Promise.reject(new ArgumentError('begin() needs a function to run in the transaction'))
     return runTransaction(this.#lane, this.#defaults, options, fn)
+  }
+
+  /**
+   * Begins a transaction now and resolves with it, for its owner to end with
+   * commit() or rollback() (`await using` rolls it back unless committed).
+   * BEGIN is pipelined with its first queries. Until it ends, no query from
+   * outside it is sent on the connection: they wait, as behind begin().
+   */
+  async startTransaction(options?: StartTransactionOptions): Promise<StartedTransaction> {
+    const tx = await startTransaction(this.#lane, this.#defaults, options, (ended) => void this.#started.delete(ended))
+    if (tx.state === 'active') this.#started.add(tx)
+    return tx
   }
 
   // --- LISTEN / NOTIFY --------------------------------------------------------

@@ -46,6 +46,7 @@ export {
 } from './errors.js'
 export { CodecError } from './types/codec.js'
 export { TransactionError, Transaction } from './queryable/transaction.js'
+export { StartedTransaction, type StartTransactionOptions, type TransactionState } from './queryable/started-transaction.js'
 export { Lsn } from './replication/lsn.js'
 export { ReplicationError, type ReplicationFailure } from './replication/errors.js'
 export { unchangedToast, type UnchangedToast } from './replication/messages.js'

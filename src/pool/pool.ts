@@ -16,9 +16,10 @@ import { checkHost, singleHost, type HostInfo, type HostState } from './hosts.js
 import { PoolQueue, poolKeys, spareLane, sweep, type PoolEvents, type PoolOptions } from './options.js'
 import { exclusive, leastOutstanding, plain, type PoolLane, type PoolRouting, type RouteNeed } from './routing.js'
 import { checkOptionKeys, checkRoute, Queryable, reserveOptionKeys, type QueryDefaults, type RouteOptions } from '../queryable/queryable.js'
-import { ReservedClient, type Reservation } from './reserved-client.js'
+import { beginReserved, ReservedClient, startReserved, type Reservation } from './reserved-client.js'
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from '../walsender/subscription.js'
 import type { Transaction, TransactionOptions } from '../queryable/transaction.js'
+import type { StartedTransaction, StartTransactionOptions } from '../queryable/started-transaction.js'
 import { acquireChannel, active, traceAcquire } from '../queryable/tracing.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import type { CustomType } from '../types/custom.js'
@@ -167,6 +168,7 @@ export class Pool extends Queryable {
    */
   #orphaned(entry: PoolLane, reqs: Request[], err: Error, afterLoss: boolean): void {
     this.#remove(entry)
+    entry.closing = true
     entry.lane.destroy(err)
     if (entry.host !== null) afterLoss ? this.#cluster!.lost(entry.host) : this.#cluster!.failed(entry.host, err)
     const goOn = afterLoss || this.#lanes.some((l) => l.lane.connected && !l.retiring && !l.closing)
@@ -175,6 +177,8 @@ export class Pool extends Queryable {
       if (goOn) this.#send(req, plain, performance.now())
       else req.fail(err, false)
     }
+    // A reserved lane leaves room the reservation no longer uses.
+    if (entry.reserved !== null) this.#retry()
   }
 
   #remove(entry: PoolLane): void {
@@ -317,12 +321,10 @@ export class Pool extends Queryable {
     entry.lane.release(token)
     entry.reserved = null
     entry.lastUsed = performance.now()
-    if (this.#cluster !== null) return this.#retry()
+    // A lane closed or lost meanwhile is no longer the pool's: what waits gets another.
+    if (this.#cluster !== null || entry.closing) return this.#retry()
     const next = this.#waiting.reservations.shift()
-    if (next !== undefined && !entry.closing) {
-      next.give(entry)
-      return
-    }
+    if (next !== undefined) return next.give(entry)
     for (const w of this.#waiting.takeRequests()) this.#send(w.req, w.need, w.since)
   }
 
@@ -332,16 +334,16 @@ export class Pool extends Queryable {
    */
   begin<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>
   begin<T>(options: TransactionOptions, fn: (tx: Transaction) => Promise<T>): Promise<T>
-  async begin<T>(a: TransactionOptions | ((tx: Transaction) => Promise<T>), b?: (tx: Transaction) => Promise<T>): Promise<T> {
-    const [options, fn] = typeof a === 'function' ? [{}, a] : [a, b]
-    if (typeof fn !== 'function') throw new ArgumentError('begin() needs a function to run in the transaction')
-    const reserved = await this.reserve(options.readOnly === true ? { readOnly: true } : undefined)
-    try {
-      return await reserved.begin(options, fn)
-    } finally {
-      // The transaction's outcome stands: a failing onRelease or reset only discards the connection.
-      await reserved.release().catch(noop)
-    }
+  begin<T>(a: TransactionOptions | ((tx: Transaction) => Promise<T>), b?: (tx: Transaction) => Promise<T>): Promise<T> {
+    return beginReserved((o) => this.reserve(o), a, b)
+  }
+
+  /**
+   * Begins a transaction now on a connection of its own, held until its
+   * commit() or rollback() (see Client.startTransaction), then given back.
+   */
+  startTransaction(options?: StartTransactionOptions): Promise<StartedTransaction> {
+    return startReserved((o) => this.reserve(o), options)
   }
 
   // --- replication, LISTEN / NOTIFY ---------------------------------------------

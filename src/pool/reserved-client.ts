@@ -1,8 +1,9 @@
 import type { Lane } from '../lane/lane.js'
 import type { Request } from '../connection/request.js'
 import { ArgumentError } from '../errors.js'
-import { Queryable, type QueryDefaults } from '../queryable/queryable.js'
+import { Queryable, type QueryDefaults, type RouteOptions } from '../queryable/queryable.js'
 import { runTransaction, type Transaction, type TransactionHost, type TransactionOptions } from '../queryable/transaction.js'
+import { startSql, startTransaction, type StartedTransaction, type StartTransactionOptions } from '../queryable/started-transaction.js'
 
 /** A pool's lane held by one reservation, and how to give it back. */
 export interface Reservation {
@@ -89,6 +90,21 @@ export class ReservedClient extends Queryable {
     return runTransaction(this.#host, this.#defaults, options, fn)
   }
 
+  /**
+   * Begins a transaction on this connection now, for its owner to end with
+   * commit() or rollback() (see Client.startTransaction). Transactions on a
+   * reservation run one after another: a second waits for the first to end.
+   */
+  startTransaction(options?: StartTransactionOptions): Promise<StartedTransaction> {
+    if (this.#released) return Promise.reject(new ArgumentError('this reserved connection was released'))
+    return startTransaction(this.#host, this.#defaults, options, null)
+  }
+
+  /** @internal Pool.startTransaction(): the reservation ends with the transaction. */
+  startReleasing(options: StartTransactionOptions | undefined): Promise<StartedTransaction> {
+    return startTransaction(this.#host, this.#defaults, options, () => this.release())
+  }
+
   /** The backend process id of the reserved connection. */
   get processId(): number {
     return this.#reservation.lane.processId
@@ -121,5 +137,35 @@ export class ReservedClient extends Queryable {
     }
     this.#released = true
     this.#reservation.giveBack()
+  }
+}
+
+/** How Pool.begin() and Pool.startTransaction() take a connection: the pool's reserve(). */
+type Reserve = (options?: Pick<RouteOptions, 'readOnly'>) => Promise<ReservedClient>
+
+const noop = (): void => {}
+
+/** Pool.begin(): `fn` in a transaction on a reservation of its own, given back once it is over. */
+export async function beginReserved<T>(reserve: Reserve, a: TransactionOptions | ((tx: Transaction) => Promise<T>), b?: (tx: Transaction) => Promise<T>): Promise<T> {
+  const [options, fn] = typeof a === 'function' ? [{}, a] : [a, b]
+  if (typeof fn !== 'function') throw new ArgumentError('begin() needs a function to run in the transaction')
+  const reserved = await reserve(options.readOnly === true ? { readOnly: true } : undefined)
+  try {
+    return await reserved.begin(options, fn)
+  } finally {
+    // The transaction's outcome stands: a failing onRelease or reset only discards the connection.
+    await reserved.release().catch(noop)
+  }
+}
+
+/** Pool.startTransaction(): a transaction on a reservation of its own, given back when the transaction ends. */
+export async function startReserved(reserve: Reserve, options: StartTransactionOptions | undefined): Promise<StartedTransaction> {
+  startSql(options) // wrong options take no connection
+  const reserved = await reserve(options?.readOnly === true ? { readOnly: true } : undefined)
+  try {
+    return await reserved.startReleasing(options)
+  } catch (err) {
+    await reserved.release().catch(noop)
+    throw err
   }
 }

@@ -43,7 +43,8 @@ export class TransactionError extends PipegresError {}
 
 const isolations = new Set(['serializable', 'repeatable read', 'read committed', 'read uncommitted'])
 
-function beginSql(o: TransactionOptions): string {
+/** The BEGIN statement `o` asks for; an ArgumentError names what is wrong with `o`. */
+export function beginSql(o: TransactionOptions): string {
   if (typeof o !== 'object' || o === null) throw new ArgumentError('transaction options must be an object')
   for (const k of Object.keys(o)) {
     if (k !== 'isolation' && k !== 'readOnly' && k !== 'deferrable' && k !== 'retry') throw new ArgumentError(`unknown transaction option "${k}"`)
@@ -88,8 +89,8 @@ export class Transaction extends Queryable {
     return new Transaction(host, token, queryDefaults, 0, undefined, attempt)
   }
 
-  /** Made by begin() and savepoint(): a transaction is useful only on the connection it holds. */
-  private constructor(host: TransactionHost, token: object, queryDefaults: QueryDefaults, depth = 0, shared?: Shared, attempt = 1) {
+  /** Made by begin(), savepoint() and startTransaction() (whose StartedTransaction extends it): a transaction is useful only on the connection it holds. */
+  protected constructor(host: TransactionHost, token: object, queryDefaults: QueryDefaults, depth = 0, shared?: Shared, attempt = 1) {
     super()
     this.#host = host
     this.#token = token
@@ -244,26 +245,38 @@ async function runOnce<T>(host: TransactionHost, defaults: QueryDefaults, begin:
       // Also awaited by sendBegin()'s handler, which hides the caller from BEGIN's own error.
       throw withCaller(err)
     }
-    const commit = tx.control('COMMIT')
-    let done: Result<unknown>
-    try {
-      done = await commit.promise
-    } catch (err) {
-      if (err instanceof ConnectionError && commit.wasSent) {
-        throw new TransactionError(
-          'PG_CONNECTION_CLOSED',
-          'the connection was lost while COMMIT was in flight: the transaction may or may not have been committed',
-          { cause: err },
-        )
-      }
-      throw err
-    }
-    if (done.command === 'ROLLBACK') {
-      throw new TransactionError('PG_TRANSACTION_ROLLED_BACK', 'the transaction was rolled back instead of committed, because a statement in it failed')
-    }
+    await sendCommit(tx)
     return result
   } finally {
     tx.close()
     host.release(token)
+  }
+}
+
+/**
+ * Sends COMMIT and resolves once the transaction committed. Rejects with a
+ * TransactionError when the server answered ROLLBACK (a statement in it had
+ * failed) or the connection was lost with COMMIT in flight (the outcome is
+ * unknown), and with the server's error when COMMIT itself failed (a deferred
+ * constraint, a serialization failure), which ends the transaction too.
+ * @internal
+ */
+export async function sendCommit(tx: Transaction): Promise<void> {
+  const commit = tx.control('COMMIT')
+  let done: Result<unknown>
+  try {
+    done = await commit.promise
+  } catch (err) {
+    if (err instanceof ConnectionError && commit.wasSent) {
+      throw new TransactionError(
+        'PG_CONNECTION_CLOSED',
+        'the connection was lost while COMMIT was in flight: the transaction may or may not have been committed',
+        { cause: err },
+      )
+    }
+    throw err
+  }
+  if (done.command === 'ROLLBACK') {
+    throw new TransactionError('PG_TRANSACTION_ROLLED_BACK', 'the transaction was rolled back instead of committed, because a statement in it failed')
   }
 }
