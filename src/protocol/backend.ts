@@ -1,4 +1,4 @@
-import type { PgErrorFields } from '../errors.js'
+import { ErrorFieldsReader, type PgErrorFields } from '../errors.js'
 import { copyBytes, Reader } from './reader.js'
 
 // Decoders for the backend messages that are read once per query or less. The
@@ -51,71 +51,17 @@ export function decodeParameterDescription(buf: Uint8Array, start: number, end: 
   return oids
 }
 
-/** The field of each ErrorResponse and NoticeResponse field code (pipegres/wire reads notices with it too). */
-export const errorFieldNames: Record<number, keyof PgErrorFields> = {
-  0x53: 'severity', // S
-  0x56: 'severityNonLocalized', // V
-  0x43: 'code', // C
-  0x4d: 'message', // M
-  0x44: 'detail', // D
-  0x48: 'hint', // H
-  0x50: 'position', // P
-  0x70: 'internalPosition', // p
-  0x71: 'internalQuery', // q
-  0x57: 'where', // W
-  0x73: 'schema', // s
-  0x74: 'table', // t
-  0x63: 'column', // c
-  0x64: 'dataType', // d
-  0x6e: 'constraint', // n
-  0x46: 'file', // F
-  0x4c: 'line', // L
-  0x52: 'routine', // R
-}
-
-export const numericFields: ReadonlySet<keyof PgErrorFields> = new Set<keyof PgErrorFields>(['position', 'internalPosition', 'line'])
-
-/** ErrorResponse and NoticeResponse share this format. Unknown field codes are skipped, as the protocol requires. */
+/** ErrorResponse and NoticeResponse share this format: a field code byte and its text, until a zero byte. */
 export function decodeErrorFields(buf: Uint8Array, start: number, end: number, what = 'ErrorResponse'): PgErrorFields {
   const r = new Reader(buf, start, end, what)
-  const f: PgErrorFields = {
-    severity: 'ERROR',
-    severityNonLocalized: undefined,
-    code: 'XX000',
-    message: '',
-    detail: undefined,
-    hint: undefined,
-    position: undefined,
-    internalPosition: undefined,
-    internalQuery: undefined,
-    where: undefined,
-    schema: undefined,
-    table: undefined,
-    column: undefined,
-    dataType: undefined,
-    constraint: undefined,
-    file: undefined,
-    line: undefined,
-    routine: undefined,
-  }
-  let sawMessage = false
+  const fields = new ErrorFieldsReader('ERROR')
   for (;;) {
     const code = r.u8()
     if (code === 0) break
-    const value = r.cstr()
-    const key = errorFieldNames[code]
-    if (key === undefined) continue
-    if (numericFields.has(key)) {
-      const n = Number(value)
-      ;(f as unknown as Record<string, unknown>)[key] = Number.isInteger(n) ? n : undefined
-    } else {
-      ;(f as unknown as Record<string, unknown>)[key] = value
-      if (key === 'message') sawMessage = true
-    }
+    fields.set(code, r.cstr())
   }
   r.done()
-  if (!sawMessage) f.message = `${what.replace('Response', '').toLowerCase()} without a message (SQLSTATE ${f.code})`
-  return f
+  return fields.done(what.replace('Response', '').toLowerCase())
 }
 
 export function decodeParameterStatus(buf: Uint8Array, start: number, end: number): [string, string] {

@@ -1,7 +1,8 @@
 import { Backend } from '../protocol/message-codes.js'
 import { readInt16, readInt32, readUint32 } from '../types/codecs/binary.js'
 import { findNul, utf8Text } from './bytes.js'
-import { messageFields, WireProtocolError, WireServerError, type WireNotice } from './errors.js'
+import { ErrorFieldsReader } from '../errors.js'
+import { WireProtocolError, WireServerError, type WireNotice } from './errors.js'
 import { copyBytes, resolveTypeOptions, type ScalarType, type WireTypeOptions } from './scalars.js'
 import { typeTable } from './types.js'
 
@@ -414,9 +415,9 @@ export class WireParser<M extends RowMode = 'object'> {
   }
 
   // Not protocol/'s decodeErrorFields, for the same reasons as decodeFields;
-  // the table of field codes is shared (see messageFields).
+  // what each field code means is shared (see ErrorFieldsReader).
   private decodeNoticeFields(b: Uint8Array, s: number, e: number, what: string, severity: string): WireNotice {
-    const pairs: [number, string][] = []
+    const fields = new ErrorFieldsReader(severity)
     let p = s
     for (;;) {
       if (p >= e) throw new WireProtocolError(`${what} without its terminating NUL`)
@@ -424,10 +425,10 @@ export class WireParser<M extends RowMode = 'object'> {
       if (code === 0) break
       const nul = findNul(b, p + 1, e)
       if (nul < 0) throw new WireProtocolError(`${what} with an unterminated field`)
-      pairs.push([code, utf8Text(b, p + 1, nul)])
+      fields.set(code, utf8Text(b, p + 1, nul))
       p = nul + 1
     }
     if (p !== e - 1) throw new WireProtocolError(`${e - 1 - p} bytes after the end of ${what}`)
-    return messageFields(pairs, severity)
+    return fields.done(severity.toLowerCase())
   }
 }
