@@ -13,7 +13,9 @@ export interface FieldDescription {
   /** Attribute number of the column in that table, or 0. */
   columnNumber: number
   typeOid: number
+  /** pg_type.typlen: negative for variable-length types. */
   typeSize: number
+  /** pg_attribute.atttypmod: type-specific, -1 when none. */
   typeModifier: number
   /** 0 text, 1 binary (always 0 in a statement's description). */
   format: number
@@ -146,6 +148,52 @@ export function decodeCommandComplete(buf: Uint8Array, start: number, end: numbe
     lastTagBytes = copyBytes(buf, start, end)
   }
   return tag
+}
+
+/** A CommandComplete tag split into its command and row count. */
+export interface CommandTag {
+  /** 'SELECT', 'INSERT', 'CREATE TABLE': the whole tag when it carries no count; '' for an empty query. */
+  command: string
+  /** The count of SELECT, INSERT, UPDATE, DELETE, MERGE, FETCH, MOVE and COPY; otherwise null. */
+  rowCount: number | null
+}
+
+/** The commands whose tag ends in a row count, with the words of that tag: INSERT's is 'INSERT oid rows'. */
+const countedTags = new Map([
+  ['SELECT', 2],
+  ['INSERT', 3],
+  ['UPDATE', 2],
+  ['DELETE', 2],
+  ['MERGE', 2],
+  ['FETCH', 2],
+  ['MOVE', 2],
+  ['COPY', 2],
+])
+
+/**
+ * Splits a CommandComplete tag ('INSERT 0 5', 'CREATE TABLE') into command
+ * and row count. A tag that does not have the shape its command's has (a
+ * count that is not digits, a word too many) is all command, with no count:
+ * a count is never read out of something else.
+ */
+export function splitCommandTag(tag: string): CommandTag {
+  const sp = tag.indexOf(' ')
+  const words = sp > 0 ? countedTags.get(tag.slice(0, sp)) : undefined
+  if (words !== undefined) {
+    const last = tag.lastIndexOf(' ')
+    const spaces = last === sp ? 1 : tag.indexOf(' ', sp + 1) === last ? 2 : 3
+    if (spaces === words - 1 && isDigits(tag, last + 1)) return { command: tag.slice(0, sp), rowCount: Number(tag.slice(last + 1)) }
+  }
+  return { command: tag, rowCount: null }
+}
+
+function isDigits(s: string, from: number): boolean {
+  if (from >= s.length) return false
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x30 || c > 0x39) return false
+  }
+  return true
 }
 
 export interface Notification {
