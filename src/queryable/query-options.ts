@@ -5,7 +5,7 @@ import type { QuerySettings, ResultLimits } from '../query/exchange.js'
 import type { QueryRowMode, RowMode } from '../query/result.js'
 import type { TraceBase } from './tracing.js'
 import type { TypeCatalog } from '../types/catalog.js'
-import type { TypeOptions } from '../types/codec.js'
+import { typeOptionFault, type TypeOptions } from '../types/codec.js'
 import type { TypeView } from '../types/view.js'
 
 // The options of every call that runs a query, and the checks on the ones
@@ -191,20 +191,12 @@ function checkLimit(v: unknown, name: string, where: string): number {
   return v
 }
 
-const typeOptionChoices: Record<keyof TypeOptions, readonly string[]> = {
-  int8: ['bigint', 'number', 'string'],
-  numeric: ['string', 'number'],
-  timestamps: ['date', 'string'],
-  dates: ['string', 'date'],
-}
-
 export function checkTypeOptions(o: TypeOptions | undefined, where: string): TypeOptions {
   if (o === undefined) return {}
   if (typeof o !== 'object' || o === null) throw new ArgumentError(`${where} must be an object`)
   for (const [k, v] of Object.entries(o)) {
-    const choices = typeOptionChoices[k as keyof TypeOptions]
-    if (choices === undefined) throw new ArgumentError(`${where}.${k} is not a type option (known: ${Object.keys(typeOptionChoices).join(', ')})`)
-    if (v !== undefined && !choices.includes(v as string)) throw new ArgumentError(`${where}.${k} must be one of ${choices.map((c) => `'${c}'`).join(', ')}`)
+    const fault = typeOptionFault(k, v)
+    if (fault !== null) throw new ArgumentError(`${where}.${k} ${fault}`)
   }
   return o
 }
