@@ -110,6 +110,7 @@ export class StartedTransaction extends Transaction {
     }
   }
 
+  /** @internal */
   protected override dispatch(req: Request): void {
     const refused = this.#refusal()
     if (refused !== null) req.fail(refused, false)

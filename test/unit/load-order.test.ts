@@ -1,3 +1,4 @@
+// test-tags: slow
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, statSync } from 'node:fs'
@@ -33,7 +34,7 @@ function importAlone(file: string): Promise<string | undefined> {
   })
 }
 
-test('every module of the package loads when it is the first one imported', { timeout: 120_000 }, async () => {
+test('every module of the package loads when it is the first one imported', { timeout: 240_000 }, async () => {
   // Integrations import their optional peer libraries, which the dev dependencies provide.
   const all = modules(built)
   assert.ok(all.length > 100, `${all.length} modules found under ${built}`)
