@@ -18,7 +18,10 @@
 //   --clients pipegres,pg                only these clients (default: all that are installed)
 //   --json <file>                        also write the raw results
 //   --markdown <file>                    also write the report as Markdown (the README's table)
-// PIPEGRES_BENCH_PGBIN=<bin dir> picks the PostgreSQL installation (default: embedded).
+//   --node <node binary>                 run the Node clients on this Node (default: the one running this
+//                                        script); `node build/scripts/runtimes.js node 26` prints one
+// PIPEGRES_BENCH_PGBIN=<bin dir> picks the PostgreSQL installation (default: embedded);
+// PIPEGRES_BENCH_NODE=<node binary> is --node's default. The report names the clients' Node version.
 
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -56,6 +59,10 @@ const sizeOf = (w: Workload): number => sizeOverride ?? (quick ? w.quickSize : w
 for (const name of selected) if (!WORKLOADS.some((w) => w.name === name)) throw new Error(`unknown workload ${name}; known: ${WORKLOADS.map((w) => w.name).join(', ')}`)
 
 const bunBinary = join(root, 'node_modules', '.bin', 'bun')
+/** The Node that runs the Node clients' child processes. */
+const nodeBinary = arg('node') ?? (process.env.PIPEGRES_BENCH_NODE || process.execPath)
+/** Its version, e.g. 26.12.1: asked of the binary itself, which also shows that it runs. */
+const nodeVersion = nodeBinary === process.execPath ? process.versions.node : execFileSync(nodeBinary, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, '')
 /** Clients whose child process the Bun runtime runs. */
 const onBun = (client: string): boolean => client === 'bun' || client === 'app-bun'
 
@@ -94,7 +101,7 @@ function findPgbench(binDir: string | undefined): string | undefined {
 
 function runChild(v: Variant, task: Task, cpu: string | undefined): Promise<Measurement> {
   const script = join(here, 'clients', `${v.client}.js`)
-  const runtime = onBun(v.client) ? bunBinary : process.execPath
+  const runtime = onBun(v.client) ? bunBinary : nodeBinary
   const [cmd, args] = cpu === undefined ? [runtime, [script]] : ['taskset', ['-c', cpu, runtime, script]]
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, [...args, JSON.stringify(task)], { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -270,7 +277,8 @@ function pinTree(pid: number, cpu: string): void {
 
 function machine(): string {
   const model = cpus()[0]?.model.trim() ?? 'unknown CPU'
-  return `${model}, ${cpus().length} CPUs, Linux ${execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim()}, Node ${process.versions.node}`
+  const runner = nodeVersion === process.versions.node ? '' : ` (the runner on Node ${process.versions.node})`
+  return `${model}, ${cpus().length} CPUs, Linux ${execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim()}, clients on Node ${nodeVersion}${runner}`
 }
 
 async function main(): Promise<void> {

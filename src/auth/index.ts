@@ -8,3 +8,12 @@ export { chooseSaslMechanism } from './sasl-mechanism.js'
 export type { ChannelBindingMode, SaslMechanismChoice, SaslMechanismSettings } from './sasl-mechanism.js'
 export { saslprep } from './saslprep.js'
 export { tlsServerEndPointHash } from './channel-binding.js'
+export {
+  OAUTHBEARER,
+  OAUTH_ERROR_ACK,
+  oauthBearerClientFirst,
+  parseOAuthServerError,
+  describeOAuthServerError,
+  issuerOf,
+} from './oauth-bearer.js'
+export type { OAuthServerError } from './oauth-bearer.js'

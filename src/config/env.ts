@@ -30,10 +30,10 @@ export function readEnv(env: Record<string, string | undefined>, name: string): 
 
 /**
  * The PG* variables, each read only when a setting is looked up that nothing
- * else gave (so with full options none is read). An empty variable counts as
- * unset, as in libpq. Variables for features pipegres lacks (PGSERVICE,
- * PGREQUIREPEER, PGKRBSRVNAME, ...) are never read: the environment is shared
- * with psql and other tools.
+ * else gave (so with full options none is read but PGSERVICE, which libpq
+ * always reads). An empty variable counts as unset, as in libpq. Variables for
+ * features pipegres lacks (PGREQUIREPEER, PGKRBSRVNAME, ...) are never read:
+ * the environment is shared with psql and other tools.
  */
 export function settingsFromEnv(env: Record<string, string | undefined>): EnvSettings {
   return {

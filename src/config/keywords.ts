@@ -22,6 +22,7 @@ export const KEYWORDS = [
   'sslcrl',
   'sslsni',
   'sslnegotiation',
+  'sslkeylogfile',
   'channel_binding',
   'require_auth',
   'min_protocol_version',
@@ -32,6 +33,13 @@ export const KEYWORDS = [
   'target_session_attrs',
   'load_balance_hosts',
   'replication',
+  'service',
+  'servicefile',
+  // OAuth (PostgreSQL 18): the token itself comes from the application (see oauthBearerToken).
+  'oauth_issuer',
+  'oauth_client_id',
+  'oauth_client_secret',
+  'oauth_scope',
   // Accepted only with values that match what pipegres does anyway (see resolve.ts).
   'gssencmode',
   'sslcompression',
@@ -56,8 +64,6 @@ export function isKeyword(key: string): key is Keyword {
  * string learns it is a known gap, not a typo.
  */
 export const UNSUPPORTED_KEYWORDS: ReadonlyMap<string, string> = new Map([
-  ['service', 'connection service files are not read; give the settings directly'],
-  ['servicefile', 'connection service files are not read; give the settings directly'],
   ['krbsrvname', 'GSSAPI/Kerberos authentication is not implemented'],
   ['gsslib', 'GSSAPI/Kerberos authentication is not implemented'],
   ['gssdelegation', 'GSSAPI/Kerberos authentication is not implemented'],
@@ -66,15 +72,10 @@ export const UNSUPPORTED_KEYWORDS: ReadonlyMap<string, string> = new Map([
   ['ssl_max_protocol_version', 'use the tls option { maxVersion } instead'],
   ['sslcertmode', 'a client certificate is sent whenever sslcert is set and the server asks'],
   ['sslcrldir', 'use sslcrl with a file instead'],
-  ['sslkeylogfile', 'listen to the keylog event of the TLS socket instead'],
   ['keepalives_interval', 'Node.js cannot set the TCP keepalive interval'],
   ['keepalives_count', 'Node.js cannot set the TCP keepalive count'],
   ['tcp_user_timeout', 'Node.js cannot set TCP_USER_TIMEOUT'],
   ['requiressl', 'use sslmode=require'],
-  ['oauth_issuer', 'OAuth authentication is not implemented'],
-  ['oauth_client_id', 'OAuth authentication is not implemented'],
-  ['oauth_client_secret', 'OAuth authentication is not implemented'],
-  ['oauth_scope', 'OAuth authentication is not implemented'],
   ['scram_client_key', 'SCRAM pass-through keys are not implemented'],
   ['scram_server_key', 'SCRAM pass-through keys are not implemented'],
   ['ssl', 'use sslmode=require (only ssl=true is understood in a URL, for JDBC compatibility)'],
@@ -82,7 +83,7 @@ export const UNSUPPORTED_KEYWORDS: ReadonlyMap<string, string> = new Map([
 
 /** Keywords whose values must never appear in a message. */
 export function isSecretKeyword(key: string): boolean {
-  return key === 'password' || key === 'sslpassword'
+  return key === 'password' || key === 'sslpassword' || key === 'oauth_client_secret'
 }
 
 /** The PG* environment variables read, in libpq's spelling, and the keyword each stands for. */
@@ -111,6 +112,8 @@ export const ENV_VARS: ReadonlyArray<readonly [string, Keyword]> = [
   ['PGTARGETSESSIONATTRS', 'target_session_attrs'],
   ['PGLOADBALANCEHOSTS', 'load_balance_hosts'],
   ['PGGSSENCMODE', 'gssencmode'],
+  ['PGSERVICE', 'service'],
+  ['PGSERVICEFILE', 'servicefile'],
 ]
 
 /** The options-object field that corresponds to a keyword, for "did you mean" hints. */
@@ -133,6 +136,7 @@ export const OPTION_FOR_KEYWORD: Readonly<Record<Keyword, string | undefined>> =
   sslcrl: 'sslcrl',
   sslsni: 'sslsni',
   sslnegotiation: 'sslnegotiation',
+  sslkeylogfile: 'sslkeylogfile',
   channel_binding: 'channelBinding',
   require_auth: 'requireAuth',
   min_protocol_version: 'minProtocolVersion',
@@ -143,6 +147,12 @@ export const OPTION_FOR_KEYWORD: Readonly<Record<Keyword, string | undefined>> =
   target_session_attrs: 'targetSessionAttrs',
   load_balance_hosts: 'loadBalanceHosts',
   replication: 'replication',
+  service: 'service',
+  servicefile: 'servicefile',
+  oauth_issuer: 'oauthIssuer',
+  oauth_client_id: undefined,
+  oauth_client_secret: undefined,
+  oauth_scope: undefined,
   gssencmode: undefined,
   sslcompression: undefined,
   client_encoding: undefined,

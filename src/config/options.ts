@@ -54,12 +54,35 @@ export interface ConnectOptions {
   sslsni?: boolean
   /** `postgres` (default): ask the server for TLS first; `direct`: start TLS at once (PostgreSQL 17+, needs sslmode require or stronger). */
   sslnegotiation?: SslNegotiation
+  /**
+   * File to append the TLS session keys to, in the NSS key log format Wireshark reads
+   * (libpq 18 `sslkeylogfile`). Created with mode 0600. For debugging only: anyone with
+   * this file can decrypt the captured traffic, passwords and data included.
+   */
+  sslkeylogfile?: string
   /** Extra options merged into the node:tls connect options (e.g. `ca` as a PEM string). */
   tls?: TlsConnectionOptions
   /** SCRAM channel binding: disable, prefer (default) or require (PGCHANNELBINDING). */
   channelBinding?: ChannelBinding
   /** Authentication methods the server may use, libpq syntax: `scram-sha-256`, or negated `!password,!md5` (PGREQUIREAUTH). */
   requireAuth?: string
+  /**
+   * OAuth bearer token for servers that authenticate with OAuth (PostgreSQL 18, SASL
+   * mechanism OAUTHBEARER), or a function returning one, called once per connection
+   * attempt that the server asks for it. pipegres runs no OAuth flow of its own: the
+   * application gets the token from its issuer. Sent only over TLS with
+   * sslmode=verify-full unless `oauthAllowInsecure` is true.
+   */
+  oauthBearerToken?: string | (() => string | Promise<string>)
+  /**
+   * Send the OAuth bearer token over a connection that is not TLS with
+   * sslmode=verify-full (plaintext, a unix socket, or TLS whose server name is not
+   * checked). A bearer token is a password: whoever sees it can use it until it expires.
+   * Default false.
+   */
+  oauthAllowInsecure?: boolean
+  /** The issuer the OAuth token comes from (libpq `oauth_issuer`); when the server rejects the token, the error says whether its discovery URL belongs to this issuer. */
+  oauthIssuer?: string
   /** Lowest protocol version to accept: `3.0` (default), `3.2` or `latest` (PGMINPROTOCOLVERSION). */
   minProtocolVersion?: ProtocolVersion | 'latest'
   /** Protocol version to ask for: `3.2` (default), `3.0` or `latest` (PGMAXPROTOCOLVERSION). */
@@ -82,6 +105,10 @@ export interface ConnectOptions {
   replication?: boolean | 'database'
   /** Password file to look the password up in when none is given. Default PGPASSFILE, else ~/.pgpass. */
   passfile?: string
+  /** Connection service to read settings from (libpq `service` / PGSERVICE): a `[name]` section of the service file. */
+  service?: string
+  /** Connection service file (libpq 18 `servicefile`). Default PGSERVICEFILE, else ~/.pg_service.conf; then PGSYSCONFDIR/pg_service.conf. */
+  servicefile?: string
   /** Use named, cached prepared statements. Default true; false for PgBouncer in transaction mode. */
   prepare?: boolean
   /**
@@ -121,9 +148,13 @@ const OPTION_FIELDS: readonly OptionField[] = [
   'sslcrl',
   'sslsni',
   'sslnegotiation',
+  'sslkeylogfile',
   'tls',
   'channelBinding',
   'requireAuth',
+  'oauthBearerToken',
+  'oauthAllowInsecure',
+  'oauthIssuer',
   'minProtocolVersion',
   'maxProtocolVersion',
   'connectTimeout',
@@ -133,6 +164,8 @@ const OPTION_FIELDS: readonly OptionField[] = [
   'loadBalanceHosts',
   'replication',
   'passfile',
+  'service',
+  'servicefile',
   'prepare',
   'pooler',
   'statementCacheSize',

@@ -1,16 +1,17 @@
 // Every way of describing a connection -> one validated ConnectionConfig.
 // Precedence per setting, highest first: options object, connection string,
-// PG* environment, defaults. Only the winning value of a setting is parsed,
-// so a bad PGPORT does not matter when the options give a port (as in libpq,
-// which never looks at the variable then).
+// connection service file, PG* environment, defaults (see sources.ts). Only the
+// winning value of a setting is parsed, so a bad PGPORT does not matter when
+// the options give a port (as in libpq, which never looks at the variable then).
 
 import os from 'node:os'
 import path from 'node:path'
 import { ConfigError } from '../errors.js'
-import { parseConnectionString } from './connection-string.js'
-import { type EnvSettings, readEnv, settingsFromEnv } from './env.js'
-import type { Keyword } from './keywords.js'
+import { readEnv, settingsFromEnv } from './env.js'
 import { type ConnectOptions, type OptionField, collectOptions, typeName } from './options.js'
+import { resolveOAuth } from './oauth-settings.js'
+import { homeDirectory } from './service-file.js'
+import { type Found, Sources, bool, count, duration, optionalStartupText, optionalText, text, typeError } from './sources.js'
 import type {
   ChannelBinding,
   ConnectionConfig,
@@ -23,14 +24,11 @@ import type {
 } from './types.js'
 import {
   DEFAULT_PORT,
-  MAX_TIMER_MS,
-  type Origin,
   checkNoNul,
   invalid,
   parseBool,
   parseEnum,
   parseHostaddrList,
-  parseInteger,
   parsePort,
   parsePortList,
   parseProtocolVersion,
@@ -74,10 +72,6 @@ const GSSENC_MODES = ['disable', 'prefer', 'require'] as const
 /** Startup parameters the client sets itself; a `params` entry must not fight them. */
 const RESERVED_PARAMS = new Set(['user', 'database', 'application_name', 'options', 'client_encoding', 'replication'])
 
-const MAX_INT32 = 2 ** 31 - 1
-/** connect_timeout and keepalives_idle are seconds; this many still fit Node's timers in ms. */
-const MAX_SECONDS = Math.floor(MAX_TIMER_MS / 1000)
-
 /**
  * Resolve a connection string or options object (or nothing: environment and
  * defaults only) into the config a connection is opened from. Throws
@@ -85,7 +79,7 @@ const MAX_SECONDS = Math.floor(MAX_TIMER_MS / 1000)
  */
 export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOptions = {}): ConnectionConfig {
   const env = opts.env ?? process.env
-  const src = new Sources(collectInput(input, opts.ignoreKeys ?? []), settingsFromEnv(env))
+  const src = new Sources(collectInput(input, opts.ignoreKeys ?? []), settingsFromEnv(env), { env, homedir: opts.homedir })
 
   const hosts = resolveHosts(src)
 
@@ -157,10 +151,12 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
     sslcrl: optionalText(src.find('sslcrl', 'sslcrl')),
     sslsni: bool(src.find('sslsni', 'sslsni'), true),
     sslnegotiation,
+    sslkeylogfile: optionalText(src.find('sslkeylogfile', 'sslkeylogfile')),
     tls: resolveTls(src.find('tls', undefined)),
     channelBinding:
       channelBindingFound === undefined ? 'prefer' : parseEnum(text(channelBindingFound), CHANNEL_BINDINGS, channelBindingFound.origin),
     requireAuth: requireAuthFound === undefined ? undefined : parseRequireAuth(text(requireAuthFound), requireAuthFound.origin),
+    ...resolveOAuth(src),
     minProtocolVersion,
     maxProtocolVersion,
     connectTimeout: duration(src.find('connectTimeout', 'connect_timeout'), DEFAULT_CONNECT_TIMEOUT_MS, true),
@@ -173,52 +169,20 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
     pooler: poolerFound === undefined ? undefined : parseEnum(text(poolerFound), POOLER_MODES, poolerFound.origin),
     statementCacheSize: count(src.find('statementCacheSize', 'statement_cache_size'), DEFAULT_STATEMENT_CACHE_SIZE, 0),
     maxMessageSize: count(src.find('maxMessageSize', undefined), DEFAULT_MAX_MESSAGE_SIZE, 1),
+    service: src.service === undefined ? undefined : { name: src.service.name, file: src.service.file },
   })
 }
 
 /**
- * Makes the fields that can hold secrets (passwords, TLS keys and passphrases)
+ * Makes the fields that can hold secrets (passwords, tokens, TLS keys and passphrases)
  * non-enumerable, so that logging a config or a client, util.inspect and
  * JSON.stringify never print them; code reads them by name as usual.
  */
 function hideSecrets(config: ConnectionConfig): ConnectionConfig {
-  for (const key of ['password', 'sslpassword', 'tls'] as const) {
+  for (const key of ['password', 'sslpassword', 'oauthBearerToken', 'tls'] as const) {
     Object.defineProperty(config, key, { value: config[key], enumerable: false, writable: false, configurable: false })
   }
   return config
-}
-
-/** A setting's winning value: typed from the options object, or text from a string or the environment. */
-type Found = { kind: 'option'; value: unknown; origin: Origin } | { kind: 'text'; value: string; origin: Origin }
-
-class Sources {
-  readonly options: Map<OptionField, unknown>
-  readonly str: Record<string, string>
-  readonly env: EnvSettings
-  constructor(options: Map<OptionField, unknown>, env: EnvSettings) {
-    this.options = options
-    this.env = env
-    const cs = options.get('connectionString')
-    if (cs !== undefined && typeof cs !== 'string') throw typeError({ setting: 'connectionString', where: 'in the options' }, cs, 'a string')
-    this.str = cs === undefined ? Object.create(null) : parseConnectionString(cs)
-  }
-
-  find(field: OptionField | undefined, keyword: Keyword | undefined): Found | undefined {
-    if (field !== undefined && this.options.has(field)) {
-      return { kind: 'option', value: this.options.get(field), origin: { setting: field, where: 'in the options' } }
-    }
-    if (keyword === undefined) return undefined
-    // An empty value counts as unset, as libpq does for PQconnectdbParams and the environment.
-    const value = this.str[keyword]
-    if (value !== undefined && value !== '') {
-      return { kind: 'text', value, origin: { setting: keyword, where: 'in the connection string' } }
-    }
-    const fromEnv = this.env.get(keyword)
-    if (fromEnv !== undefined) {
-      return { kind: 'text', value: fromEnv.value, origin: { setting: fromEnv.name, where: 'in the environment' } }
-    }
-    return undefined
-  }
 }
 
 function collectInput(input: unknown, ignoreKeys: readonly string[]): Map<OptionField, unknown> {
@@ -226,59 +190,6 @@ function collectInput(input: unknown, ignoreKeys: readonly string[]): Map<Option
   if (typeof input === 'string') return new Map([['connectionString', input]])
   if (typeof input === 'object' && !Array.isArray(input)) return collectOptions(input, ignoreKeys)
   throw new ConfigError('connectionString', `expected a connection string or an options object, got ${typeName(input)}`)
-}
-
-function typeError(o: Origin, value: unknown, expected: string): ConfigError {
-  return new ConfigError(o.setting, `${o.setting} ${o.where} must be ${expected}, got ${typeName(value)}`)
-}
-
-function text(found: Found): string {
-  if (found.kind === 'text') return found.value
-  if (typeof found.value !== 'string') throw typeError(found.origin, found.value, 'a string')
-  return found.value
-}
-
-function optionalText(found: Found | undefined): string | undefined {
-  return found === undefined ? undefined : text(found)
-}
-
-/** Text that goes into the startup packet. */
-function optionalStartupText(found: Found | undefined): string | undefined {
-  return found === undefined ? undefined : checkNoNul(text(found), found.origin)
-}
-
-function bool(found: Found | undefined, fallback: boolean): boolean {
-  if (found === undefined) return fallback
-  if (found.kind === 'text') return parseBool(found.value, found.origin)
-  if (typeof found.value !== 'boolean') throw typeError(found.origin, found.value, 'a boolean')
-  return found.value
-}
-
-/**
- * Milliseconds from the options object, or whole seconds from a string or the
- * environment (libpq's unit). For connect_timeout libpq turns 1 into 2, since
- * rounding could make a 1-second timeout fire almost at once.
- */
-function duration(found: Found | undefined, fallback: number, isConnectTimeout: boolean): number {
-  if (found === undefined) return fallback
-  if (found.kind === 'text') {
-    const seconds = parseInteger(found.value, found.origin, 0, MAX_SECONDS, ' (seconds)')
-    return (isConnectTimeout && seconds === 1 ? 2 : seconds) * 1000
-  }
-  const ms = found.value
-  if (typeof ms !== 'number') throw typeError(found.origin, ms, 'a number of milliseconds')
-  if (!(ms >= 0 && ms <= MAX_TIMER_MS)) invalid(found.origin, String(ms), `must be from 0 to ${MAX_TIMER_MS} milliseconds`)
-  return ms
-}
-
-/** A non-negative integer count, at least `min`. */
-function count(found: Found | undefined, fallback: number, min: number): number {
-  if (found === undefined) return fallback
-  if (found.kind === 'text') return parseInteger(found.value, found.origin, min, MAX_INT32)
-  const n = found.value
-  if (typeof n !== 'number') throw typeError(found.origin, n, 'a number')
-  if (!Number.isInteger(n) || n < min || n > MAX_INT32) invalid(found.origin, String(n), `must be an integer from ${min} to ${MAX_INT32}`)
-  return n
 }
 
 function resolveHosts(src: Sources): HostAddress[] {
@@ -461,14 +372,6 @@ function defaultPassfile(homedir: string | undefined, env: Record<string, string
     const appdata = readEnv(env, 'APPDATA')
     return appdata ? path.join(appdata, 'postgresql', 'pgpass.conf') : undefined
   }
-  let home = homedir
-  if (home === undefined) home = readEnv(env, 'HOME')
-  if (home === undefined || home === '') {
-    try {
-      home = os.homedir()
-    } catch {
-      home = ''
-    }
-  }
-  return home === '' ? undefined : path.join(home, '.pgpass')
+  const home = homeDirectory(homedir, env)
+  return home === undefined ? undefined : path.join(home, '.pgpass')
 }

@@ -5,7 +5,7 @@ export type SslMode = 'disable' | 'allow' | 'prefer' | 'require' | 'verify-ca' |
 export type ChannelBinding = 'disable' | 'prefer' | 'require'
 export type SslNegotiation = 'postgres' | 'direct'
 export type TargetSessionAttrs = 'any' | 'read-write' | 'read-only' | 'primary' | 'standby' | 'prefer-standby'
-export type AuthMethodName = 'password' | 'md5' | 'scram-sha-256' | 'gss' | 'sspi' | 'none'
+export type AuthMethodName = 'password' | 'md5' | 'scram-sha-256' | 'oauth' | 'gss' | 'sspi' | 'none'
 export type ProtocolVersion = '3.0' | '3.2'
 
 /** A password, or a function returning one (called at every connection attempt, e.g. for rotating tokens). */
@@ -28,7 +28,7 @@ export interface RequireAuth {
 }
 
 /**
- * `password`, `sslpassword` and `tls` are non-enumerable on the objects
+ * `password`, `sslpassword`, `oauthBearerToken` and `tls` are non-enumerable on the objects
  * resolveConfig() returns, so that printing a config never shows a secret: copy
  * a config field by field, never with spread.
  */
@@ -58,11 +58,21 @@ export interface ConnectionConfig {
   /** Send the host name as TLS SNI (libpq sslsni, default true). */
   sslsni: boolean
   sslnegotiation: SslNegotiation
+  /** libpq 18 `sslkeylogfile`: append the TLS key material (NSS key log format) to this file, for debugging with Wireshark. */
+  sslkeylogfile: string | undefined
   /** Extra options merged into node:tls connect options (e.g. `ca` as a string); from the options object only. */
   tls: Record<string, unknown> | undefined
   channelBinding: ChannelBinding
   /** undefined: any method is allowed. */
   requireAuth: RequireAuth | undefined
+  /** The OAuth bearer token for SASL OAUTHBEARER (PostgreSQL 18); pipegres never fetches one itself. */
+  oauthBearerToken: string | (() => string | Promise<string>) | undefined
+  /** Send the token even over a connection that is not TLS with sslmode=verify-full. */
+  oauthAllowInsecure: boolean
+  /** libpq `oauth_issuer`: the issuer the token is expected to come from, checked against the server's discovery URL when the server rejects the token. */
+  oauthIssuer: string | undefined
+  /** The connection service (libpq `service` / PGSERVICE) whose settings were read, and the file it was found in. */
+  service: { name: string; file: string } | undefined
   minProtocolVersion: ProtocolVersion
   maxProtocolVersion: ProtocolVersion
 

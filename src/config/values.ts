@@ -74,7 +74,7 @@ export function parseHostaddrList(items: readonly string[], o: Origin): string[]
   return [...items]
 }
 
-const AUTH_METHODS: readonly AuthMethodName[] = ['password', 'md5', 'scram-sha-256', 'gss', 'sspi', 'none']
+const AUTH_METHODS: readonly AuthMethodName[] = ['password', 'md5', 'scram-sha-256', 'oauth', 'gss', 'sspi', 'none']
 
 /**
  * libpq's require_auth: a comma list of methods, either all plain (the server
@@ -96,9 +96,6 @@ export function parseRequireAuth(text: string, o: Origin): RequireAuth | undefin
     }
     const name = isNegated ? item.slice(1) : item
     if (!(AUTH_METHODS as readonly string[]).includes(name)) {
-      if (name === 'oauth') {
-        throw new ConfigError(o.setting, `pipegres does not support require_auth method "oauth" ${o.where}`)
-      }
       invalid(o, text, `unknown method "${name}" (expected ${AUTH_METHODS.join(', ')}, each optionally prefixed with "!")`)
     }
     const method = name as AuthMethodName

@@ -179,14 +179,35 @@ async function attempt(
     }
     ready = true
     return conn
-  } catch (err) {
-    if (conn !== undefined && conn.silent && !conn.tls && err instanceof ConnectionError && err.code === 'PG_CONNECTION_CLOSED') closedUnanswered.add(err)
+  } catch (caught) {
+    let err = caught
+    if (conn !== undefined && conn.silent && err instanceof ConnectionError && err.code === 'PG_CONNECTION_CLOSED') {
+      // No fallback to 3.0 follows a close over TLS, nor when min_protocol_version=3.2.
+      if (protocol === '3.2' && (conn.tls || config.minProtocolVersion === '3.2')) err = closedAt32(err, config)
+      else if (!conn.tls) closedUnanswered.add(err)
+    }
     if (conn) conn.destroy(err as Error)
     else socket?.destroy()
     throw err
   } finally {
     clearTimeout(timer)
   }
+}
+
+/**
+ * A 3.2 startup that the server closed without a word, where no fallback to
+ * 3.0 follows. Some poolers and proxies close a startup that asks for 3.2
+ * instead of negotiating; inside TLS the close may also come from someone on
+ * the path, and retrying with 3.0 would hand them the shorter 3.0 cancel key
+ * (see isOldProtocolRejection), and min_protocol_version=3.2 forbids 3.0. So
+ * the error names the way out instead.
+ */
+function closedAt32(err: ConnectionError, config: ConnectionConfig): ConnectionError {
+  const fix =
+    config.minProtocolVersion === '3.2'
+      ? 'min_protocol_version=3.2 demands that version; if this server cannot speak it, set min_protocol_version=3.0 and max_protocol_version=3.0'
+      : 'pipegres does not retry with 3.0 over TLS on its own (someone on the path could force the shorter 3.0 cancel key that way); if this server needs it, set max_protocol_version=3.0'
+  return new ConnectionError('PG_CONNECTION_CLOSED', `${err.message}: some poolers and proxies close a startup that asks for protocol 3.2; ${fix}`, { cause: err })
 }
 
 /**

@@ -371,7 +371,7 @@ export class Connection implements MessageSink, RequestContext {
     const sev = fields.severityNonLocalized ?? fields.severity
     if (sev === 'FATAL' || sev === 'PANIC') {
       this.fatal = true
-      this.destroy(fatalError(fields, this.startup !== null))
+      this.destroy(this.startup?.fatalError(fields) ?? fatalError(fields, this.startup !== null))
       return
     }
     if (this.startup !== null) {

@@ -1,8 +1,19 @@
+import type { TLSSocket } from 'node:tls'
 import type { ConnectionConfig, AuthMethodName, HostAddress } from '../config/types.js'
 import { passwordFromPassfile } from '../config/index.js'
 import { AuthError, ConnectionError, PgError, ProtocolError } from '../errors.js'
 import type { PgErrorFields } from '../errors.js'
-import { chooseSaslMechanism, md5PasswordMessage, ScramClient, tlsServerEndPointHash } from '../auth/index.js'
+import {
+  chooseSaslMechanism,
+  describeOAuthServerError,
+  md5PasswordMessage,
+  OAUTH_ERROR_ACK,
+  OAUTHBEARER,
+  oauthBearerClientFirst,
+  parseOAuthServerError,
+  ScramClient,
+  tlsServerEndPointHash,
+} from '../auth/index.js'
 import {
   decodeAuthentication,
   decodeBackendKeyData,
@@ -12,7 +23,7 @@ import {
 import { Auth, Backend, backendMessageName, ProtocolVersion30, ProtocolVersion32 } from '../protocol/message-codes.js'
 import { writePassword, writeSASLInitialResponse, writeSASLResponse, writeStartup } from '../protocol/frontend.js'
 import type { Writer } from '../protocol/writer.js'
-import type { Transport } from './transport.js'
+import { isUnixHost, type Transport } from './transport.js'
 
 // The startup handshake as a state machine: StartupMessage, then whatever
 // authentication exchange the server asks for, then BackendKeyData and
@@ -30,6 +41,8 @@ type Phase =
   | 'sasl-continue'
   | 'sasl-final'
   | 'password-sent' // waiting for AuthenticationOk after a password
+  | 'oauth-sent' // OAUTHBEARER token sent: AuthenticationOk, or SASLContinue with the server's error document
+  | 'oauth-error' // the error acknowledged: the server must now fail the authentication
   | 'authenticated' // AuthenticationOk seen: BackendKeyData, ParameterStatus, ReadyForQuery
   | 'done'
 
@@ -37,6 +50,8 @@ export class Startup {
   private phase: Phase = 'auth'
   private scram: ScramClient | undefined
   private authMethod: AuthMethodName | undefined
+  /** The server's OAUTHBEARER error document, described, for the error that ends the attempt. */
+  private oauthError: string | undefined
   private negotiated = false
   processId = 0
   secretKey: Uint8Array | undefined
@@ -103,46 +118,100 @@ export class Startup {
     }
   }
 
-  /** An ErrorResponse during startup fails this attempt with the server's error. */
+  /** An ErrorResponse during startup fails this attempt with the server's error (see fatalError()). */
   error(fields: PgErrorFields): never {
-    throw new PgError(fields)
+    throw this.fatalError(fields) ?? new PgError(fields)
   }
 
+  /**
+   * The error a FATAL ErrorResponse ends this attempt with, where the startup
+   * knows better than the server's bare message: after a rejected OAuth token,
+   * an AuthError saying what the server's error document said (status, scope,
+   * discovery URL), with the server's error as its cause. undefined otherwise.
+   */
+  fatalError(fields: PgErrorFields): AuthError | undefined {
+    if (this.phase !== 'oauth-error' || this.oauthError === undefined) return undefined
+    const err = new PgError(fields)
+    return new AuthError('oauth', `${this.oauthError}; the server then ended the authentication: ${err.message}`, { cause: err })
+  }
+
+  /**
+   * NegotiateProtocolVersion: the server supports an older minor version than
+   * the one asked for, or none of the `_pq_.` options sent (pipegres sends
+   * none). What pipegres accepts, as libpq 18 does:
+   * - 3.0 in answer to 3.2, unless min_protocol_version=3.2 (then a
+   *   PG_UNSUPPORTED ConnectionError naming both versions and the setting).
+   * - Nothing else. 3.1 is reserved: no PostgreSQL ever spoke it, and old
+   *   PgBouncer releases claimed it by an off-by-one while speaking 3.0, so
+   *   PostgreSQL 18 went from 3.0 straight to 3.2 and neither sends nor
+   *   accepts 3.1; taking it as 3.0 would be a guess. A version above the one
+   *   asked for (3.3, the 3.9999 of a "greasing" client echoed back), a major
+   *   other than 3, the very version asked for with nothing refused, and any
+   *   option named (the client sent none) are protocol violations: the server
+   *   would then speak something the client never asked for, so the
+   *   connection is closed rather than guessed at.
+   * A second NegotiateProtocolVersion, or one after authentication began, is
+   * a violation too: it may only be the first answer to the StartupMessage.
+   */
   private negotiate(buf: Uint8Array, start: number, end: number): void {
-    // Only valid as the first answer, and only to lower the minor version we asked for.
-    if (this.phase !== 'auth' || this.negotiated || this.authMethod !== undefined) this.violation(Backend.NegotiateProtocolVersion)
+    if (this.negotiated) throw new ProtocolError('server sent NegotiateProtocolVersion a second time during startup; it may only be sent once, as the first answer')
+    if (this.phase !== 'auth' || this.authMethod !== undefined) {
+      throw new ProtocolError(
+        `server sent NegotiateProtocolVersion after authentication ${this.phase === 'authenticated' ? 'succeeded' : 'began'}; it may only be the first answer to the StartupMessage`,
+      )
+    }
     this.negotiated = true
     // The field is a whole protocol version (major << 16 | minor): that is what
     // PostgreSQL sends (PG 15 sends 196608 = 3.0) and what libpq reads, although
     // the protocol documentation calls it the "newest minor version".
     const { version: offered, unsupportedOptions } = decodeNegotiateProtocolVersion(buf, start, end)
-    if (unsupportedOptions.length > 0) {
-      throw new ProtocolError(`server rejected protocol options the client never sent: ${unsupportedOptions.join(', ')}`)
-    }
     const major = offered >>> 16
-    const newestMinor = offered & 0xffff
-    // 3.1 never existed (3.0 went straight to 3.2), so a server cannot ask for it.
-    if (major !== 3 || newestMinor >= this.protocolMinor || newestMinor === 1) {
-      throw new ProtocolError(`server offered protocol version ${major}.${newestMinor} in answer to a request for 3.${this.protocolMinor}`)
+    const minor = offered & 0xffff
+    const asked = `3.${this.protocolMinor}`
+    const offer = `server offered protocol version ${major}.${minor} in answer to a request for ${asked}`
+    if (major !== 3) {
+      throw new ProtocolError(`${offer}: pipegres speaks only protocol 3${major < 3 ? ', and a server may not negotiate down to another major version' : ''}`)
+    }
+    if (minor > this.protocolMinor) {
+      throw new ProtocolError(`${offer}: a server may only offer a version lower than the one requested`)
+    }
+    if (minor === 1) {
+      throw new ProtocolError(`${offer}: 3.1 is reserved and was never a protocol version (PostgreSQL went from 3.0 to 3.2)`)
+    }
+    if (unsupportedOptions.length > 0) {
+      const shown = unsupportedOptions.slice(0, 5).map((o) => JSON.stringify(o.length > 64 ? `${o.slice(0, 64)}...` : o))
+      const more = unsupportedOptions.length > shown.length ? ` and ${unsupportedOptions.length - shown.length} more` : ''
+      const notProtocol = unsupportedOptions.some((o) => !o.startsWith('_pq_.')) ? ' (protocol options start with "_pq_.")' : ''
+      throw new ProtocolError(
+        `server reported unsupported protocol options that the client never sent: ${shown.join(', ')}${more}${notProtocol}; pipegres sends no protocol options`,
+      )
+    }
+    if (minor === this.protocolMinor) {
+      throw new ProtocolError(`${offer}, the version requested, and refused no option: there was nothing to negotiate`)
     }
     const min = this.config.minProtocolVersion === '3.2' ? 2 : 0
-    if (newestMinor < min) {
+    if (minor < min) {
       // PG_UNSUPPORTED: the server lacks what the settings demand; nothing was closed on us.
       throw new ConnectionError(
         'PG_UNSUPPORTED',
-        `server supports protocol 3.${newestMinor} at most, but min_protocol_version is ${this.config.minProtocolVersion}`,
+        `server supports protocol 3.${minor} at most, but min_protocol_version is ${this.config.minProtocolVersion}: ` +
+          `lower min_protocol_version to 3.${minor} to connect to this server`,
       )
     }
-    this.protocolMinor = newestMinor
+    this.protocolMinor = minor
+  }
+
+  /** require_auth lets the server use `method`. */
+  private permits(method: AuthMethodName): boolean {
+    const ra = this.config.requireAuth
+    if (ra === undefined) return true
+    const listed = ra.methods.has(method)
+    return ra.negated ? !listed : listed
   }
 
   private allow(method: AuthMethodName, what: string): void {
-    const ra = this.config.requireAuth
-    if (ra !== undefined) {
-      const listed = ra.methods.has(method)
-      if (ra.negated ? listed : !listed) {
-        throw new AuthError(method, `server requested ${what}, which require_auth does not allow`)
-      }
+    if (!this.permits(method)) {
+      throw new AuthError(method, `server requested ${what}, which require_auth does not allow`)
     }
     if (this.config.channelBinding === 'require' && method !== 'scram-sha-256') {
       throw new AuthError(method, `server requested ${what}, but channel_binding=require needs SCRAM-SHA-256-PLUS`)
@@ -181,9 +250,10 @@ export class Startup {
       }
       case Auth.SASL: {
         if (this.phase !== 'auth') this.violation(Backend.Authentication)
+        const offered = decodeSaslMechanisms(req.data)
+        if (this.choosesOAuth(offered)) return this.oauth()
         this.allow('scram-sha-256', 'SASL authentication')
         this.authMethod = 'scram-sha-256'
-        const offered = decodeSaslMechanisms(req.data)
         let bindingData: Uint8Array | undefined
         if (this.transport.tls && this.transport.peerCertificate && this.config.channelBinding !== 'disable') {
           try {
@@ -214,6 +284,7 @@ export class Startup {
         return
       }
       case Auth.SASLContinue: {
+        if (this.phase === 'oauth-sent') return this.oauthRejected(req.data)
         if (this.phase !== 'sasl-continue' || !this.scram) this.violation(Backend.Authentication)
         const scram = this.scram
         this.phase = 'busy'
@@ -225,6 +296,9 @@ export class Startup {
         return
       }
       case Auth.SASLFinal:
+        if (this.phase === 'oauth-sent') {
+          throw new ProtocolError('server sent AuthenticationSASLFinal after the OAuth bearer token; OAUTHBEARER ends with AuthenticationOk, or with an error document and an ErrorResponse')
+        }
         if (this.phase !== 'sasl-final' || !this.scram) this.violation(Backend.Authentication)
         this.scram.verifyServerFinal(req.data)
         this.phase = 'password-sent'
@@ -247,7 +321,7 @@ export class Startup {
     if (this.phase === 'auth') {
       // Trust, peer, or certificate authentication: no exchange happened.
       this.allow('none', 'no authentication')
-    } else if (this.phase !== 'password-sent' || (this.scram !== undefined && !this.scram.verified)) {
+    } else if ((this.phase !== 'password-sent' && this.phase !== 'oauth-sent') || (this.scram !== undefined && !this.scram.verified)) {
       // AuthenticationOk in the middle of SCRAM would skip verifying the server's signature.
       this.violation(Backend.Authentication)
     }
@@ -255,6 +329,79 @@ export class Startup {
       throw new AuthError('scram-sha-256', 'channel_binding=require, but the server authenticated the client without channel binding')
     }
     this.phase = 'authenticated'
+  }
+
+  /**
+   * OAUTHBEARER when the server offers it and a token is configured (unless
+   * channel_binding=require or require_auth rules it out: then SCRAM, if
+   * offered), or when it is the only mechanism offered, so that the error says
+   * what is missing.
+   */
+  private choosesOAuth(offered: readonly string[]): boolean {
+    if (!offered.includes(OAUTHBEARER)) return false
+    if (!offered.some((m) => m === 'SCRAM-SHA-256' || m === 'SCRAM-SHA-256-PLUS')) return true
+    return this.config.oauthBearerToken !== undefined && this.config.channelBinding !== 'require' && this.permits('oauth')
+  }
+
+  /** Sends the OAuth bearer token (SASL OAUTHBEARER, PostgreSQL 18), if it may be sent over this connection. */
+  private oauth(): void {
+    this.allow('oauth', 'OAuth bearer token authentication (SASL OAUTHBEARER)')
+    this.authMethod = 'oauth'
+    const source = this.config.oauthBearerToken
+    if (source === undefined) {
+      throw new AuthError(
+        'oauth',
+        `server requested OAuth bearer token authentication (SASL OAUTHBEARER) for user "${this.config.user}", but no oauthBearerToken was given; ` +
+          'pipegres does not run the OAuth device flow: the application must get a token from the issuer and pass it as oauthBearerToken (a string, or a function returning one)',
+      )
+    }
+    const risk = this.oauthTransportRisk()
+    if (risk !== undefined && !this.config.oauthAllowInsecure) {
+      // Checked before the token function is called: a token that may not be sent is not fetched either.
+      throw new AuthError(
+        'oauth',
+        `refusing to send the OAuth bearer token over ${risk}: a bearer token works like a password for whoever sees it, ` +
+          'so it is only sent over TLS with sslmode=verify-full, where the server has proved its name; set oauthAllowInsecure: true to send it anyway',
+      )
+    }
+    this.phase = 'busy'
+    this.async(async () => {
+      const first = oauthBearerClientFirst(await this.bearerToken(source))
+      this.host.writeNow((w) => writeSASLInitialResponse(w, OAUTHBEARER, first))
+      this.phase = 'oauth-sent'
+    })
+  }
+
+  /** Why this connection is not fit for a bearer token, or undefined when it is. */
+  private oauthTransportRisk(): string | undefined {
+    const t = this.transport
+    if (!t.tls) return isUnixHost(this.address.host) ? 'a unix socket (without TLS the server is not authenticated)' : 'a connection without TLS'
+    if (this.config.sslmode !== 'verify-full') {
+      return `TLS with sslmode=${this.config.sslmode}, which does not check that the server certificate names the host`
+    }
+    if ((t.socket as TLSSocket).authorized !== true) return 'TLS whose server certificate was not verified (see the tls option)'
+    return undefined
+  }
+
+  private async bearerToken(source: string | (() => string | Promise<string>)): Promise<string> {
+    if (typeof source === 'string') return source
+    let token: unknown
+    try {
+      token = await source()
+    } catch (err) {
+      throw new AuthError('oauth', 'the oauthBearerToken function failed', { cause: err })
+    }
+    if (typeof token !== 'string') {
+      throw new AuthError('oauth', `the oauthBearerToken function did not return a string (got ${token === null ? 'null' : typeof token})`)
+    }
+    return token
+  }
+
+  /** The server's error document: answer it as RFC 7628 requires; the ErrorResponse that follows fails the attempt (see error()). */
+  private oauthRejected(data: Uint8Array): void {
+    this.oauthError = describeOAuthServerError(parseOAuthServerError(data), this.config.oauthIssuer)
+    this.host.writeNow((w) => writeSASLResponse(w, OAUTH_ERROR_ACK))
+    this.phase = 'oauth-error'
   }
 
   private async password(method: string): Promise<string> {

@@ -1,8 +1,9 @@
+import { appendFileSync, closeSync, openSync } from 'node:fs'
 import * as net from 'node:net'
 import * as tls from 'node:tls'
 import { join } from 'node:path'
 import type { ConnectionConfig, HostAddress } from '../config/types.js'
-import { ConnectionError, ProtocolError } from '../errors.js'
+import { ConfigError, ConnectionError, ProtocolError } from '../errors.js'
 import { writeSSLRequest } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
 import { tlsOptionsFor } from './tls-options.js'
@@ -138,8 +139,8 @@ function waitConnect(socket: net.Socket, event: 'connect' | 'secureConnect', whe
   })
 }
 
-function tlsError(err: unknown, where: string): ConnectionError | ProtocolError {
-  if (err instanceof ConnectionError) return err
+function tlsError(err: unknown, where: string): ConnectionError | ProtocolError | ConfigError {
+  if (err instanceof ConnectionError || err instanceof ConfigError) return err
   const e = err as NodeJS.ErrnoException
   if (e.code && connectCodes[e.code]) return socketError(err, where)
   return new ConnectionError('PG_TLS', `TLS connection to ${where} failed: ${e.message}`, { cause: err })
@@ -196,7 +197,9 @@ export async function openTransport(
 
   if (attempt === 'direct' && !unix) {
     const options = tlsOptionsFor(config, h.host, true)
+    openKeyLog(config)
     const socket = tls.connect({ ...options, host: target, port: h.port })
+    logKeys(socket, config)
     register(socket)
     try {
       await waitConnect(socket, 'secureConnect', where)
@@ -242,10 +245,46 @@ export async function openTransport(
     throw new ProtocolError(`server at ${where} answered SSLRequest with byte 0x${answer.toString(16).padStart(2, '0')}`)
   }
   const options = tlsOptionsFor(config, h.host, false)
+  openKeyLog(config)
   const secure = tls.connect({ ...options, socket })
+  logKeys(secure, config)
   register(secure)
   await waitConnect(secure, 'secureConnect', where)
   return finish(secure, 'request', config)
+}
+
+/**
+ * libpq 18's sslkeylogfile: the file is created (mode 0600, as libpq does) or
+ * opened for appending before the handshake, so that a path that cannot be
+ * written is a ConfigError before anything is sent.
+ */
+function openKeyLog(config: ConnectionConfig): void {
+  const file = config.sslkeylogfile
+  if (file === undefined) return
+  try {
+    closeSync(openSync(file, 'a', 0o600))
+  } catch (err) {
+    throw new ConfigError('sslkeylogfile', `could not open the sslkeylogfile "${file}": ${(err as Error).message}`, { cause: err })
+  }
+}
+
+/**
+ * Appends each line of TLS key material (NSS key log format: CLIENT_RANDOM for
+ * TLS 1.2, the *_TRAFFIC_SECRET_* lines for TLS 1.3) to the sslkeylogfile, for
+ * Wireshark. Written at once, as libpq does, so the keys are there while the
+ * connection is still being captured. A line that cannot be written closes
+ * the connection: a key log with holes would fail the debugging it is for.
+ */
+function logKeys(socket: tls.TLSSocket, config: ConnectionConfig): void {
+  const file = config.sslkeylogfile
+  if (file === undefined) return
+  socket.on('keylog', (line: Buffer) => {
+    try {
+      appendFileSync(file, line, { mode: 0o600 })
+    } catch (err) {
+      socket.destroy(new ConfigError('sslkeylogfile', `could not write to the sslkeylogfile "${file}": ${(err as Error).message}`, { cause: err }))
+    }
+  })
 }
 
 function finish(socket: net.Socket, mode: Transport['mode'], config: ConnectionConfig, reader: ChunkReader | null = null): Transport {

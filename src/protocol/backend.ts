@@ -1,4 +1,4 @@
-import { ErrorFieldsReader, type PgErrorFields } from '../errors.js'
+import { ErrorFieldsReader, ProtocolError, type PgErrorFields } from '../errors.js'
 import { copyBytes, Reader } from './reader.js'
 
 // Decoders for the backend messages that are read once per query or less. The
@@ -117,14 +117,27 @@ export interface NegotiateProtocolVersion {
   unsupportedOptions: string[]
 }
 
+/**
+ * Int32 version, Int32 count of unrecognized options, then that many option
+ * names. A count that does not match the body is named in the error: every
+ * name takes at least its NUL, so the count is checked before any is read.
+ */
 export function decodeNegotiateProtocolVersion(buf: Uint8Array, start: number, end: number): NegotiateProtocolVersion {
   const r = new Reader(buf, start, end, 'NegotiateProtocolVersion')
   const version = r.i32()
   const n = r.i32()
-  if (n < 0 || n > r.remaining) r.bytes(-1)
+  const malformed = (why: string): never => {
+    throw new ProtocolError(`malformed NegotiateProtocolVersion message from server: ${why}`)
+  }
+  if (n < 0) malformed(`it counts ${n} unsupported options`)
+  if (n > r.remaining) malformed(`it counts ${n} unsupported options, but only ${r.remaining} bytes follow`)
   const unsupportedOptions: string[] = []
-  for (let i = 0; i < n; i++) unsupportedOptions.push(r.cstr())
-  r.done()
+  for (let i = 0; i < n; i++) {
+    const nul = buf.indexOf(0, r.pos)
+    if (nul < 0 || nul >= end) malformed(`it counts ${n} unsupported options, but its body ends inside option ${i + 1}`)
+    unsupportedOptions.push(r.cstr())
+  }
+  if (r.remaining !== 0) malformed(`${r.remaining} bytes follow the ${n} unsupported options it counts`)
   return { version, unsupportedOptions }
 }
 

@@ -1,3 +1,4 @@
+// test-tags: slow
 import { test, after, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'

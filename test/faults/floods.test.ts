@@ -1,3 +1,4 @@
+// test-tags: slow
 // Floods: a million queries queued behind a server that does not answer, a
 // million pool checkouts, ten million streamed rows. What must hold: memory
 // per queued query stays small and memory does not grow with the work done,

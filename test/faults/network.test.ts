@@ -1,3 +1,4 @@
+// test-tags: slow
 // What the network does to a connection, through a fault-injecting proxy in
 // front of the real server: connections cut after N bytes either way (RST or
 // FIN), at points read from a recorded clean session (inside startup and

@@ -1,3 +1,4 @@
+// test-tags: slow, exclusive (values of 256 MiB: it needs the machine's memory and both cores)
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'

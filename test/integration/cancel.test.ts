@@ -1,3 +1,4 @@
+// test-tags: exclusive (it asserts how long the event loop stalls and races cancels against running queries)
 // Cancellation and timeouts: an AbortSignal or a timeout drops a query that was
 // not sent yet (it rejects at once and never runs), and cancels one that is
 // running on the server, without ever hitting another query of the pipeline.

@@ -1,3 +1,4 @@
+// test-tags: slow
 // Multi-host connection strings against a real primary with two streaming
 // standbys: which node each target_session_attrs value lands on for host lists
 // in several orders, load_balance_hosts, stopped nodes, and a failover. The

@@ -424,7 +424,7 @@ describe('malformed settings: ConfigError naming the setting', () => {
     ['unknown URL parameter', `postgresql://${server.host}/db?sslmod=require`, 'sslmod'],
     ['unknown key=value keyword', `host=${server.host} bogus=1`, 'bogus'],
     ['unknown option field', { host: server.host, ssl: true } as unknown as ClientOptions, 'ssl'],
-    ['unsupported libpq keyword', `host=${server.host} service=x`, 'service'],
+    ['unsupported libpq keyword', `host=${server.host} requirepeer=x`, 'requirepeer'],
     ['bad port in a URL', `postgresql://${server.host}:99999/db`, 'port'],
     ['bad port option', { host: server.host, port: 'abc' }, 'port'],
     ['bad sslmode in a URL', `postgresql://${server.host}/db?sslmode=always`, 'sslmode'],

@@ -1,3 +1,4 @@
+// test-tags: slow
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { setFlagsFromString } from 'node:v8'

@@ -1,3 +1,4 @@
+// test-tags: slow
 // Replication connections and their commands (IDENTIFY_SYSTEM, slots,
 // TIMELINE_HISTORY), streams over TCP, unix sockets and TLS, physical WAL
 // streaming, a raw logical stream from test_decoding, and every failure a

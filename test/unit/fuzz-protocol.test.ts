@@ -1,3 +1,4 @@
+// test-tags: slow
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto'
