@@ -41,8 +41,13 @@ export class StartedTransaction extends Transaction {
   readonly #begun: Promise<unknown>
   readonly #ended: Ended | null
 
-  /** @internal Made by startTransaction(). */
-  constructor(host: TransactionHost, token: object, defaults: QueryDefaults, begin: string, ended: Ended | null) {
+  /** @internal */
+  static open(host: TransactionHost, token: object, defaults: QueryDefaults, begin: string, ended: Ended | null): StartedTransaction {
+    return StartedTransaction.open(host, token, defaults, begin, ended)
+  }
+
+  /** Made by startTransaction(): the transaction is useful only on the connection it holds. */
+  private constructor(host: TransactionHost, token: object, defaults: QueryDefaults, begin: string, ended: Ended | null) {
     super(host, token, defaults)
     this.#host = host
     this.#token = token
@@ -270,7 +275,7 @@ export async function startTransaction(host: TransactionHost, defaults: QueryDef
   const begin = startSql(options)
   const token = {}
   await host.hold(token)
-  return new StartedTransaction(host, token, defaults, begin, ended)
+  return StartedTransaction.open(host, token, defaults, begin, ended)
 }
 
 /** BEGIN for startTransaction()'s options, checked before any connection is taken. */

@@ -18,6 +18,11 @@ const built = resolve(here, '..', '..', 'src')
 function modules(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const p = join(dir, name)
+    if (p === join(built, 'integrations')) {
+      // An integration is reached through its subpath's entry only (the package's exports), and
+      // loads its library, which costs seconds: each entry once.
+      return readdirSync(p).map((sub) => join(p, sub, 'index.js'))
+    }
     return statSync(p).isDirectory() ? modules(p) : p.endsWith('.js') ? [p] : []
   })
 }
@@ -46,7 +51,7 @@ test('every module of the package loads when it is the first one imported', { ti
       if (err !== undefined) failures.push(`${relative(built, file)}: ${err.split('\n')[0]}`)
     }
   }
-  await Promise.all([runOne(), runOne(), runOne(), runOne()])
+  await Promise.all([runOne(), runOne()])
   assert.deepEqual(failures, [])
 })
 
