@@ -24,6 +24,10 @@ import { acquireChannel, active, traceAcquire } from '../queryable/tracing.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import type { CustomType } from '../types/custom.js'
 
+// pool/: many lanes (lane/) behind one Queryable: routing by role and load
+// (routing.ts, cluster.ts), hosts and their roles (hosts.ts), hooks, the waiting
+// queue (options.ts) and reservations (reserved-client.ts).
+
 export { ReservedClient }
 export type { PoolEvents, PoolOptions }
 
