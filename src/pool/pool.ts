@@ -24,15 +24,11 @@ import { acquireChannel, active, traceAcquire } from '../queryable/tracing.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import type { CustomType } from '../types/custom.js'
 
-// pool/: many lanes (lane/) behind one Queryable: routing by role and load
-// (routing.ts, cluster.ts), hosts and their roles (hosts.ts), hooks, the waiting
-// queue (options.ts) and reservations (reserved-client.ts).
-
 export { ReservedClient }
 export type { PoolEvents, PoolOptions }
 
 /**
- * A pool of pipelined connections. Queries are spread over the connections by
+ * pool/'s main file. A pool of pipelined connections. Queries are spread over the connections by
  * least outstanding work, several in flight on each; connections open as
  * needed up to `max`, close when idle or too old, and one that breaks is
  * replaced, with the queries that had not reached it sent on another.
