@@ -1,3 +1,4 @@
+// test-tags: matrix
 // Authentication against the managed server: every method the harness's pg_hba
 // offers, with and without TLS, SCRAM channel binding (observed by the server
 // through a TLS man-in-the-middle), require_auth, password sources, and that

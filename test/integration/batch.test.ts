@@ -1,3 +1,4 @@
+// test-tags: matrix
 // batch(): many statements under one Sync, against a real server. The
 // statements share one implicit transaction (all or nothing); the first
 // failure rejects the batch with its index and the rest never run; the

@@ -1,3 +1,4 @@
+// test-tags: matrix
 // cursor(): a portal executed a batch at a time. Batches of the requested size,
 // at most one batch fetched ahead, early exit closing the portal, errors, and
 // how queries issued meanwhile wait for the cursor.

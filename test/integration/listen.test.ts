@@ -1,3 +1,4 @@
+// test-tags: matrix
 // LISTEN / NOTIFY: payloads, any channel name, several handlers sharing one
 // LISTEN, unlisten, throwing handlers, notifications from other sessions, and
 // listening again after the connection was lost.

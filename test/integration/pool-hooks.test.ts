@@ -1,3 +1,4 @@
+// test-tags: matrix
 // A pool's hooks against a real server: onConnect before a new connection
 // takes any query, onReserve and onRelease around a reservation, a reset
 // statement before a reserved connection serves anyone else, and a failing

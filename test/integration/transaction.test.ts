@@ -1,3 +1,4 @@
+// test-tags: matrix
 // Transactions with begin(): COMMIT on success, ROLLBACK on throw, options,
 // pipelining inside, no outside query ever running inside the transaction,
 // savepoints, failures the function swallowed, and queries on a transaction
