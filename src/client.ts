@@ -1,23 +1,22 @@
 import { EventEmitter } from 'node:events'
-import { Lane, safely } from './client-lane.js'
-import { exposeInternals } from './internals.js'
-import { checkClientOptions, clientKeys, registerCustomType, type ClientOptions } from './client-options.js'
+import { Lane, safely } from './lane/lane.js'
+import { exposeInternals } from './lane/internals.js'
+import { checkClientOptions, clientKeys, registerCustomType, type ClientOptions } from './queryable/client-options.js'
 import { resolveConfig } from './config/index.js'
 import type { ConnectionConfig } from './config/types.js'
 import type { Request } from './connection/request.js'
 import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './errors.js'
-import { Listeners, type Listener, type NotificationHandler } from './notify.js'
+import { Listeners, type Listener, type NotificationHandler } from './lane/notify.js'
 import type { Notification, TransactionStatus } from './protocol/backend.js'
-import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './subscription.js'
-import { checkTypeOptions, Queryable, type QueryDefaults } from './queryable.js'
-import { runTransaction, type Transaction, type TransactionOptions } from './transaction.js'
-import { traceBase } from './tracing.js'
-import { TypeCatalog } from './types/catalog.js'
-import { defaultTypeOptions } from './types/codec.js'
+import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './walsender/subscription.js'
+import { Queryable, type QueryDefaults } from './queryable/queryable.js'
+import { runTransaction, type Transaction, type TransactionOptions } from './queryable/transaction.js'
+import { startTransaction, type StartedTransaction, type StartTransactionOptions } from './queryable/started-transaction.js'
+import type { TypeCatalog } from './types/catalog.js'
 import type { CustomType } from './types/custom.js'
 
-export type { ClientOptions } from './client-options.js'
-export type { QueryOptions, SimpleQueryOptions } from './queryable.js'
+export type { ClientOptions } from './queryable/client-options.js'
+export type { QueryOptions, SimpleQueryOptions } from './queryable/queryable.js'
 export type { Result, Row, Field } from './query/result.js'
 export type { RowMode } from './query/extended-query.js'
 
@@ -46,16 +45,17 @@ export class Client extends Queryable {
   readonly #catalog: TypeCatalog
   readonly #defaults: QueryDefaults
   readonly #onNotice: ((n: PgNotice) => void) | undefined
+  /** Transactions of startTransaction() not over yet: told when the connection is lost. */
+  readonly #started = new Set<StartedTransaction>()
 
   constructor(config?: string | ClientOptions) {
     super()
     this.config = resolveConfig(config, { ignoreKeys: clientKeys })
     const opts: ClientOptions = typeof config === 'object' && config !== null ? config : {}
-    const checked = checkClientOptions(opts)
+    const checked = checkClientOptions(opts, this.config)
     this.#onNotice = opts.onNotice
-    this.#catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
-    for (const t of checked.customTypes) this.registerType(t)
-    this.#defaults = { rowMode: checked.rowMode, prepare: this.config.prepare, queryTimeout: opts.queryTimeout, catalog: this.#catalog, view: this.#catalog.view(), trace: traceBase(this.config, opts.traceParameters === true), limits: checked.limits, refuseSessionState: this.config.pooler === 'transaction' }
+    this.#catalog = checked.catalog
+    this.#defaults = checked.defaults
     this.#listeners = new Listeners((sql) => this.query(sql).then(() => undefined))
     this.#lane = new Lane({
       config: this.config,
@@ -68,17 +68,24 @@ export class Client extends Queryable {
         notice: (n) => this.#deliver('notice', n),
         notification: (n) => this.#deliver('notification', n),
         parameter: (k, v) => this.#deliver('parameter', k, v),
-        disconnect: (err) => this.#deliver('disconnect', err),
+        disconnect: (err) => {
+          // A transaction that lost its connection lets go of the client at
+          // once, so that the queries waiting behind it go on.
+          for (const tx of this.#started) tx.noticeLoss()
+          this.#deliver('disconnect', err)
+        },
         close: (err) => this.#deliver('close', err),
       },
     })
     exposeInternals(this, { emitter: this.#emitter, lanes: () => [this.#lane] })
   }
 
+  /** @internal */
   protected defaults(): QueryDefaults {
     return this.#defaults
   }
 
+  /** @internal */
   protected dispatch(req: Request): void {
     this.#lane.send(req, null)
   }
@@ -142,6 +149,18 @@ export class Client extends Queryable {
     const [options, fn] = typeof a === 'function' ? [{}, a] : [a, b]
     if (typeof fn !== 'function') return Promise.reject(new ArgumentError('begin() needs a function to run in the transaction'))
     return runTransaction(this.#lane, this.#defaults, options, fn)
+  }
+
+  /**
+   * Begins a transaction now and resolves with it, for its owner to end with
+   * commit() or rollback() (`await using` rolls it back unless committed).
+   * BEGIN is pipelined with its first queries. Until it ends, no query from
+   * outside it is sent on the connection: they wait, as behind begin().
+   */
+  async startTransaction(options?: StartTransactionOptions): Promise<StartedTransaction> {
+    const tx = await startTransaction(this.#lane, this.#defaults, options, (ended) => void this.#started.delete(ended))
+    if (tx.state === 'active') this.#started.add(tx)
+    return tx
   }
 
   // --- LISTEN / NOTIFY --------------------------------------------------------

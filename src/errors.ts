@@ -93,6 +93,7 @@ export interface PgErrorFields {
   severity: string
   /** The severity, never localised (protocol field 'V'). */
   severityNonLocalized: string | undefined
+  /** The SQLSTATE code, e.g. `23505` for a unique violation. */
   code: string
   message: string
   detail: string | undefined
@@ -109,6 +110,105 @@ export interface PgErrorFields {
   file: string | undefined
   line: number | undefined
   routine: string | undefined
+}
+
+/**
+ * The protocol's code of each field, in the order of the protocol's
+ * documentation (and of PgErrorFields), and whether its value is a number.
+ * PgErrorFields names and types the fields for users; this table is the one
+ * place that ties them to the protocol, and the compiler holds it to that
+ * interface key for key, `numeric` included. Decoders (protocol/, wire/),
+ * PgError, WireServerError and the ErrorResponse queryRaw() writes all go by
+ * errorFields, derived from it.
+ */
+const errorFieldTable: { readonly [K in keyof PgErrorFields]-?: readonly [code: string, numeric: number extends PgErrorFields[K] ? true : false] } = {
+  severity: ['S', false],
+  severityNonLocalized: ['V', false],
+  code: ['C', false],
+  message: ['M', false],
+  detail: ['D', false],
+  hint: ['H', false],
+  position: ['P', true],
+  internalPosition: ['p', true],
+  internalQuery: ['q', false],
+  where: ['W', false],
+  schema: ['s', false],
+  table: ['t', false],
+  column: ['c', false],
+  dataType: ['d', false],
+  constraint: ['n', false],
+  file: ['F', false],
+  line: ['L', true],
+  routine: ['R', false],
+}
+
+/** One field of ErrorResponse and NoticeResponse: its name here, its code byte, and whether it holds a number. */
+export interface ErrorField {
+  readonly name: keyof PgErrorFields
+  readonly code: number
+  readonly numeric: boolean
+}
+
+/** Every field, in protocol order. */
+export const errorFields: readonly ErrorField[] = Object.entries(errorFieldTable).map(([name, [code, numeric]]) => ({
+  name: name as keyof PgErrorFields,
+  code: code.charCodeAt(0),
+  numeric,
+}))
+
+const fieldByCode: (ErrorField | undefined)[] = []
+for (const f of errorFields) fieldByCode[f.code] = f
+
+/**
+ * The fields of one ErrorResponse or NoticeResponse, set one by one as they
+ * are read (protocol/ and wire/ read the bytes, each by its own rules). Until
+ * the server says otherwise, the severity is the one given, the SQLSTATE
+ * XX000 (internal_error) and the message empty.
+ */
+export class ErrorFieldsReader {
+  readonly fields: PgErrorFields
+  private sawMessage = false
+
+  constructor(severity: string) {
+    const f: Record<string, unknown> = {}
+    for (const { name } of errorFields) f[name] = undefined
+    f.severity = severity
+    f.code = 'XX000'
+    f.message = ''
+    this.fields = f as unknown as PgErrorFields
+  }
+
+  /**
+   * One field as received. Codes this version does not know are skipped, as
+   * the protocol asks; a numeric field whose text is not a whole number is
+   * left absent rather than guessed.
+   */
+  set(code: number, text: string): void {
+    const field = fieldByCode[code]
+    if (field === undefined) return
+    let value: string | number | undefined = text
+    if (field.numeric) {
+      const n = Number(text)
+      value = text !== '' && Number.isInteger(n) ? n : undefined
+    } else if (field.name === 'message') this.sawMessage = true
+    ;(this.fields as unknown as Record<string, unknown>)[field.name] = value
+  }
+
+  /** The fields read; `kind` ('error', 'notice') words the message of one that came without any. */
+  done(kind: string): PgErrorFields {
+    if (!this.sawMessage) this.fields.message = `${kind} without a message (SQLSTATE ${this.fields.code})`
+    return this.fields
+  }
+}
+
+/**
+ * Copies every field but the message onto an error that carries them as its
+ * own properties (PgError, WireServerError), in protocol order: the message
+ * is the one Error's constructor was given.
+ */
+export function assignErrorFields(target: Error, fields: PgErrorFields): void {
+  const t = target as unknown as Record<string, unknown>
+  for (const { name } of errorFields) if (name !== 'message') t[name] = fields[name]
 }
 
 /** An API call was made with arguments it cannot accept (a query text that is not a string, an unknown option, ...). */
@@ -159,50 +259,20 @@ export class ResultLimitError extends PipegresError {
   }
 }
 
+// PgError's fields are declared once, by PgErrorFields, and merged into the class.
+export interface PgError extends PgErrorFields {}
 /** An error reported by the server (an ErrorResponse), with all of its fields. */
-export class PgError extends Error implements PgErrorFields {
-  severity: string
-  severityNonLocalized: string | undefined
-  /** The SQLSTATE code, e.g. `23505` for a unique violation. */
-  code: string
-  detail: string | undefined
-  hint: string | undefined
-  position: number | undefined
-  internalPosition: number | undefined
-  internalQuery: string | undefined
-  where: string | undefined
-  schema: string | undefined
-  table: string | undefined
-  column: string | undefined
-  dataType: string | undefined
-  constraint: string | undefined
-  file: string | undefined
-  line: number | undefined
-  routine: string | undefined
+export class PgError extends Error {
+  // Declared, not defined: assigned after the fields, so that they come first
+  // among the error's own properties (as inspect() shows them).
   /** The text of the query that failed, when the error belongs to one. */
-  query: string | undefined
+  declare query: string | undefined
   /** For a statement of batch(): its position in the batch, from 0. */
-  batchIndex: number | undefined
+  declare batchIndex: number | undefined
 
   constructor(fields: PgErrorFields, query?: string) {
     super(fields.message)
-    this.severity = fields.severity
-    this.severityNonLocalized = fields.severityNonLocalized
-    this.code = fields.code
-    this.detail = fields.detail
-    this.hint = fields.hint
-    this.position = fields.position
-    this.internalPosition = fields.internalPosition
-    this.internalQuery = fields.internalQuery
-    this.where = fields.where
-    this.schema = fields.schema
-    this.table = fields.table
-    this.column = fields.column
-    this.dataType = fields.dataType
-    this.constraint = fields.constraint
-    this.file = fields.file
-    this.line = fields.line
-    this.routine = fields.routine
+    assignErrorFields(this, fields)
     this.query = query
     this.batchIndex = undefined
   }

@@ -7,7 +7,7 @@ import { Backend } from '../../src/protocol/message-codes.js'
 import { Writer } from '../../src/protocol/writer.js'
 import type { ExtendedQuery } from '../../src/query/extended-query.js'
 import { Session } from '../../src/query/session.js'
-import { makeQuery, type QueryDefaults } from '../../src/queryable.js'
+import { makeQuery, type QueryDefaults } from '../../src/queryable/queryable.js'
 import { TypeCatalog } from '../../src/types/catalog.js'
 import { defaultTypeOptions } from '../../src/types/codec.js'
 import { readCodecFixture } from '../lib/codec-capture.js'
@@ -54,10 +54,10 @@ class Wire implements RequestContext, MessageSink {
     const catalog = new TypeCatalog({ ...defaultTypeOptions })
     const view = catalog.view()
     this.defaults = { rowMode: 'object', prepare, queryTimeout: undefined, catalog, view }
-    const lookup = (): void => {
+    const lookup = (): never => {
       throw new Error('a query looked types up: the benchmark would time a round trip that cannot happen here')
     }
-    this.attachment = new Session(catalog, view, prepare, DEFAULT_STATEMENT_CACHE_SIZE, lookup, () => 18, lookup)
+    this.attachment = new Session(catalog, view, prepare, DEFAULT_STATEMENT_CACHE_SIZE, lookup, () => 18, lookup, lookup)
   }
 
   /** Connection.write: encoded at the end of what is gathered, which goes out once big enough. */

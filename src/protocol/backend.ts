@@ -1,5 +1,4 @@
-import { ProtocolError } from '../errors.js'
-import type { PgErrorFields } from '../errors.js'
+import { ErrorFieldsReader, ProtocolError, type PgErrorFields } from '../errors.js'
 import { copyBytes, Reader } from './reader.js'
 
 // Decoders for the backend messages that are read once per query or less. The
@@ -14,7 +13,9 @@ export interface FieldDescription {
   /** Attribute number of the column in that table, or 0. */
   columnNumber: number
   typeOid: number
+  /** pg_type.typlen: negative for variable-length types. */
   typeSize: number
+  /** pg_attribute.atttypmod: type-specific, -1 when none. */
   typeModifier: number
   /** 0 text, 1 binary (always 0 in a statement's description). */
   format: number
@@ -52,71 +53,17 @@ export function decodeParameterDescription(buf: Uint8Array, start: number, end: 
   return oids
 }
 
-/** The field of each ErrorResponse and NoticeResponse field code (pipegres/wire reads notices with it too). */
-export const errorFieldNames: Record<number, keyof PgErrorFields> = {
-  0x53: 'severity', // S
-  0x56: 'severityNonLocalized', // V
-  0x43: 'code', // C
-  0x4d: 'message', // M
-  0x44: 'detail', // D
-  0x48: 'hint', // H
-  0x50: 'position', // P
-  0x70: 'internalPosition', // p
-  0x71: 'internalQuery', // q
-  0x57: 'where', // W
-  0x73: 'schema', // s
-  0x74: 'table', // t
-  0x63: 'column', // c
-  0x64: 'dataType', // d
-  0x6e: 'constraint', // n
-  0x46: 'file', // F
-  0x4c: 'line', // L
-  0x52: 'routine', // R
-}
-
-export const numericFields: ReadonlySet<keyof PgErrorFields> = new Set<keyof PgErrorFields>(['position', 'internalPosition', 'line'])
-
-/** ErrorResponse and NoticeResponse share this format. Unknown field codes are skipped, as the protocol requires. */
+/** ErrorResponse and NoticeResponse share this format: a field code byte and its text, until a zero byte. */
 export function decodeErrorFields(buf: Uint8Array, start: number, end: number, what = 'ErrorResponse'): PgErrorFields {
   const r = new Reader(buf, start, end, what)
-  const f: PgErrorFields = {
-    severity: 'ERROR',
-    severityNonLocalized: undefined,
-    code: 'XX000',
-    message: '',
-    detail: undefined,
-    hint: undefined,
-    position: undefined,
-    internalPosition: undefined,
-    internalQuery: undefined,
-    where: undefined,
-    schema: undefined,
-    table: undefined,
-    column: undefined,
-    dataType: undefined,
-    constraint: undefined,
-    file: undefined,
-    line: undefined,
-    routine: undefined,
-  }
-  let sawMessage = false
+  const fields = new ErrorFieldsReader('ERROR')
   for (;;) {
     const code = r.u8()
     if (code === 0) break
-    const value = r.cstr()
-    const key = errorFieldNames[code]
-    if (key === undefined) continue
-    if (numericFields.has(key)) {
-      const n = Number(value)
-      ;(f as unknown as Record<string, unknown>)[key] = Number.isInteger(n) ? n : undefined
-    } else {
-      ;(f as unknown as Record<string, unknown>)[key] = value
-      if (key === 'message') sawMessage = true
-    }
+    fields.set(code, r.cstr())
   }
   r.done()
-  if (!sawMessage) f.message = `${what.replace('Response', '').toLowerCase()} without a message (SQLSTATE ${f.code})`
-  return f
+  return fields.done(what.replace('Response', '').toLowerCase())
 }
 
 export function decodeParameterStatus(buf: Uint8Array, start: number, end: number): [string, string] {
@@ -214,6 +161,52 @@ export function decodeCommandComplete(buf: Uint8Array, start: number, end: numbe
     lastTagBytes = copyBytes(buf, start, end)
   }
   return tag
+}
+
+/** A CommandComplete tag split into its command and row count. */
+export interface CommandTag {
+  /** 'SELECT', 'INSERT', 'CREATE TABLE': the whole tag when it carries no count; '' for an empty query. */
+  command: string
+  /** The count of SELECT, INSERT, UPDATE, DELETE, MERGE, FETCH, MOVE and COPY; otherwise null. */
+  rowCount: number | null
+}
+
+/** The commands whose tag ends in a row count, with the words of that tag: INSERT's is 'INSERT oid rows'. */
+const countedTags = new Map([
+  ['SELECT', 2],
+  ['INSERT', 3],
+  ['UPDATE', 2],
+  ['DELETE', 2],
+  ['MERGE', 2],
+  ['FETCH', 2],
+  ['MOVE', 2],
+  ['COPY', 2],
+])
+
+/**
+ * Splits a CommandComplete tag ('INSERT 0 5', 'CREATE TABLE') into command
+ * and row count. A tag that does not have the shape its command's has (a
+ * count that is not digits, a word too many) is all command, with no count:
+ * a count is never read out of something else.
+ */
+export function splitCommandTag(tag: string): CommandTag {
+  const sp = tag.indexOf(' ')
+  const words = sp > 0 ? countedTags.get(tag.slice(0, sp)) : undefined
+  if (words !== undefined) {
+    const last = tag.lastIndexOf(' ')
+    const spaces = last === sp ? 1 : tag.indexOf(' ', sp + 1) === last ? 2 : 3
+    if (spaces === words - 1 && isDigits(tag, last + 1)) return { command: tag.slice(0, sp), rowCount: Number(tag.slice(last + 1)) }
+  }
+  return { command: tag, rowCount: null }
+}
+
+function isDigits(s: string, from: number): boolean {
+  if (from >= s.length) return false
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x30 || c > 0x39) return false
+  }
+  return true
 }
 
 export interface Notification {

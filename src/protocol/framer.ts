@@ -64,6 +64,23 @@ variable(Backend.FunctionCallResponse, -1)
 
 export const DEFAULT_MAX_MESSAGE_SIZE = 1024 * MiB + 64 * KiB
 
+/** What is wrong with the length a header claims: below 4 (it counts itself), not its type's fixed length, or past its type's limit. */
+export type LengthFault = { kind: 'invalid' } | { kind: 'exact'; exact: number } | { kind: 'limit'; limit: number; setting: boolean }
+
+/**
+ * What is wrong with a message of `type` whose length field says `len`, or
+ * null. `setting` tells a limit that is `maxMessageSize` (the one a user can
+ * raise) from one its type has.
+ */
+export function lengthFault(type: number, len: number, maxMessageSize: number): LengthFault | null {
+  if (len < 4) return { kind: 'invalid' }
+  const exact = exactLength[type]!
+  if (exact !== 0 && len !== exact) return { kind: 'exact', exact }
+  const max = maxLength[type]!
+  const limit = max < 0 ? maxMessageSize : max
+  return len > limit ? { kind: 'limit', limit, setting: max < 0 } : null
+}
+
 /** Messages from this size up are registered as assembled (see isAssembledMessage). */
 const REGISTER_FROM = 1 * MiB
 const assembled = new WeakSet<ArrayBufferLike>()
@@ -111,7 +128,7 @@ export class Framer {
 
   constructor(
     private readonly sink: MessageSink,
-    private readonly maxMessageSize = DEFAULT_MAX_MESSAGE_SIZE,
+    protected readonly maxMessageSize = DEFAULT_MAX_MESSAGE_SIZE,
   ) {}
 
   /** True when bytes of an incomplete message are held. */
@@ -119,21 +136,42 @@ export class Framer {
     return this.partial !== null || this.headerFill > 0
   }
 
-  /** Checks a message length (as sent, including itself) for its type. */
-  private check(type: number, len: number): void {
-    const max = maxLength[type]!
-    if (max === 0) throw new ProtocolError(`server sent ${backendMessageName(type)}`)
-    if (len < 4) throw new ProtocolError(`server sent ${backendMessageName(type)} with invalid length ${len}`)
-    const exact = exactLength[type]!
-    if (exact !== 0 && len !== exact) {
-      throw new ProtocolError(`server sent ${backendMessageName(type)} of length ${len}; it must be ${exact}`)
-    }
-    const limit = max < 0 ? this.maxMessageSize : max
-    if (len > limit) {
-      // Name the setting when it is the one that can be raised.
-      const which = max < 0 ? ' (maxMessageSize)' : ''
-      throw new ProtocolError(`server sent ${backendMessageName(type)} of ${len} bytes, more than the limit of ${limit}${which}`)
-    }
+  /** Bytes held of a header that was split across chunks (0 when none). */
+  get heldHeaderBytes(): number {
+    return this.headerFill
+  }
+
+  /**
+   * The message being assembled from several chunks, for an owner that must
+   * say where a stream stopped: its type, and how many of its bytes (type
+   * and length included) have arrived, of how many.
+   */
+  get heldMessage(): { type: number; received: number; size: number } | null {
+    const msg = this.partial
+    return msg === null ? null : { type: msg[0]!, received: this.partialFill, size: this.partialSize }
+  }
+
+  /**
+   * Refuses a message type this stream cannot carry. Also called on the type
+   * byte of a header that is split, before its length has arrived: a stream
+   * that went wrong fails at once, not when more bytes come (they may not).
+   * The wording and the set of types are the owner's to change (pipegres/wire
+   * accepts only the messages of a query result).
+   */
+  protected checkType(type: number): void {
+    if (maxLength[type] === 0) throw new ProtocolError(`server sent ${backendMessageName(type)}`)
+  }
+
+  /** Checks a message's type and its length (as sent, including itself), before anything is allocated for it. */
+  protected check(type: number, len: number): void {
+    if (maxLength[type] === 0) this.checkType(type)
+    const fault = lengthFault(type, len, this.maxMessageSize)
+    if (fault === null) return
+    const what = `server sent ${backendMessageName(type)}`
+    if (fault.kind === 'invalid') throw new ProtocolError(`${what} with invalid length ${len}`)
+    if (fault.kind === 'exact') throw new ProtocolError(`${what} of length ${len}; it must be ${fault.exact}`)
+    // Name the setting when it is the one that can be raised.
+    throw new ProtocolError(`${what} of ${len} bytes, more than the limit of ${fault.limit}${fault.setting ? ' (maxMessageSize)' : ''}`)
   }
 
   /** Frames the first `n` bytes of `chunk`, which may be reused once this returns (what must outlive it is copied). */
@@ -160,6 +198,7 @@ export class Framer {
   private startPartial(chunk: Uint8Array, pos: number, n: number): void {
     const avail = n - pos
     if (avail < 5) {
+      this.checkType(chunk[pos]!)
       this.header.set(chunk.subarray(pos, n), 0)
       this.headerFill = avail
       return

@@ -38,14 +38,9 @@ export class CopyOut extends CopyRequest {
     this.promise.then(done, done)
   }
 
-  /** Cancels the COPY on the server (or drops it if it was not sent yet). */
-  abort(err: Error): void {
-    if (this.settled || this.abortError !== null) return
-    this.abortError = err
-    if (this.ctx === null) {
-      this.dropped = true
-      this.rejectWith(err)
-    } else if (this.step < Step.After) this.ctx.requestCancel(this)
+  /** Aborted once written: the COPY is cancelled on the server. */
+  protected override stop(ctx: RequestContext): void {
+    if (this.step < Step.After) ctx.requestCancel(this)
     // The rest of the data is not wanted; reading must go on for the cancel's answer.
     this.sink.settled()
   }

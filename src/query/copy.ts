@@ -1,12 +1,12 @@
 import type { Request, RequestContext } from '../connection/request.js'
-import { ArgumentError, PgError, ProtocolError, type PgErrorFields, rejectionAtCaller } from '../errors.js'
+import { ArgumentError, PgError, ProtocolError, type PgErrorFields } from '../errors.js'
 import { decodeCommandComplete, decodeCopyResponse, type FieldDescription } from '../protocol/backend.js'
 import { writeCopyData, writeCopyDataHeader, writeCopyDone, writeCopyFail, writeQuery } from '../protocol/frontend.js'
 import { Backend, Frontend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
-import { AbortWatch, type Abortable } from './abort.js'
 import { parseCommandTag } from './result.js'
 import type { Session } from './session.js'
+import { SettlingRequest } from './settling-request.js'
 
 // COPY runs as a simple Query: after an error in copy-in mode the server drops
 // whatever CopyData, CopyDone or CopyFail still arrive, and goes back to
@@ -38,18 +38,10 @@ export const enum Step {
 
 type Done = (err?: Error | null) => void
 
-/** Shared by both directions: the promise, aborts, and what the Query's replies may be. */
-export abstract class CopyRequest implements Request, Abortable {
-  readonly promise: Promise<CopyOutcome>
-  private resolve!: (r: CopyOutcome) => void
-  private reject!: (e: Error) => void
-  dropped = false
-  protected settled = false
+/** Shared by both directions: what the Query's replies may be (the promise and aborts are SettlingRequest's). */
+export abstract class CopyRequest extends SettlingRequest<CopyOutcome, RequestContext> implements Request {
   protected step = Step.Sent
-  protected ctx: RequestContext | null = null
   protected failure: Error | null = null
-  protected abortError: Error | null = null
-  private watcher: AbortWatch | null = null
   protected rowCount = 0
   protected command = ''
   /** Inside the replies of a statement that returns rows (not a COPY). */
@@ -58,25 +50,28 @@ export abstract class CopyRequest implements Request, Abortable {
   private strayOut = false
 
   constructor(readonly text: string) {
-    this.promise = new Promise((resolve) => {
-      this.resolve = resolve
-      // Through the caller's frames: see rejectionAtCaller.
-      this.reject = (e) => resolve(rejectionAtCaller(e))
-    })
+    super(null)
   }
 
-  watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
-    if (signal === undefined && timeout === undefined) return
-    this.watcher = new AbortWatch(this, signal, timeout)
+  /** The connection this request was written to, or null before. */
+  protected get ctx(): RequestContext | null {
+    return this.x
   }
 
-  abstract abort(err: Error): void
+  /**
+   * Never written again after a lost connection: a COPY's data went out
+   * behind its Query, and cannot be sent again.
+   */
+  override rewind(): boolean {
+    return false
+  }
+
   /** What the statement was expected to be, for errors: 'COPY ... FROM STDIN'. */
   protected abstract readonly expected: string
   protected abstract readonly method: string
 
   encode(w: Writer, ctx: RequestContext): void {
-    this.ctx = ctx
+    this.x = ctx
     writeQuery(w, this.text)
     ctx.holdWriter(this)
   }
@@ -170,23 +165,11 @@ export abstract class CopyRequest implements Request, Abortable {
     this.rejectWith(err)
   }
 
-  protected rejectWith(err: Error): void {
+  protected override rejectWith(err: Error): void {
     if (this.settled) return
-    this.settled = true
-    this.watcher?.done()
-    const abort = this.abortError
-    if (abort !== null && abort !== err && abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
     this.failure ??= err
+    super.rejectWith(err)
     this.stopped()
-    this.reject(abort ?? err)
-  }
-
-  private resolveWith(r: CopyOutcome): void {
-    if (this.abortError !== null) return this.rejectWith(this.abortError)
-    if (this.settled) return
-    this.settled = true
-    this.watcher?.done()
-    this.resolve(r)
   }
 
   get finished(): boolean {
@@ -319,19 +302,17 @@ export class CopyIn extends CopyRequest {
     )
   }
 
-  /** Ends the COPY with CopyFail: the server rolls it back and reports `err`'s message. Rejects with `err`. */
-  abort(err: Error): void {
-    if (this.settled || this.abortError !== null) return
-    this.abortError = err
-    if (this.ctx === null) {
-      this.dropped = true
-      this.rejectWith(err)
-      return
-    }
+  /**
+   * Aborted once written: the COPY ends with CopyFail, which the server rolls
+   * back, reporting the abort's message (or, with the data already ended, it
+   * is cancelled). The request rejects with the abort's error.
+   */
+  protected override stop(ctx: RequestContext): void {
     if (!this.ended && this.step < Step.After) {
       this.ended = true
-      this.ctx.writeNow((w) => writeCopyFail(w, err.message.replaceAll('\0', ' ')))
-    } else if (this.step < Step.After) this.ctx.requestCancel(this)
+      const err = this.abortError!
+      ctx.writeNow((w) => writeCopyFail(w, err.message.replaceAll('\0', ' ')))
+    } else if (this.step < Step.After) ctx.requestCancel(this)
   }
 
   override encode(w: Writer, ctx: RequestContext): void {

@@ -2,7 +2,8 @@ import type { RequestContext } from '../connection/request.js'
 import { rejectionAtCaller } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import type { CursorQuery } from './cursor-query.js'
-import type { Field, Row } from './result.js'
+import { FirstRead } from './first-read.js'
+import type { Field, Result, Row } from './result.js'
 
 const noop = (): void => {}
 
@@ -35,19 +36,26 @@ export class Cursor<R = Row> implements AsyncIterable<R[]> {
   private ready: R[][] = []
   private last = false
   private waiter: { resolve: (rows: R[]) => void; reject: (e: Error) => void } | null = null
-  private req: CursorQuery | null = null
-  private send: ((req: CursorQuery) => void) | null = null
+  private source = new FirstRead<CursorQuery>(null, noop)
   private failure: Error | null = null
   private total = 0
 
-  constructor(readonly batchSize: number) {}
+  /** Made by cursor(): a cursor is useful only with the query that feeds it. */
+  private constructor(readonly batchSize: number) {}
+
+  /** @internal */
+  static create<R>(batchSize: number): Cursor<R> {
+    return new Cursor<R>(batchSize)
+  }
 
   /** @internal */
   bind(req: CursorQuery | null, send: (req: CursorQuery) => void, error: Error | null): void {
-    this.req = req
-    this.send = send
+    this.source = new FirstRead(req, send)
     this.failure = error
-    req?.promise.catch(noop)
+  }
+
+  private get req(): CursorQuery | null {
+    return this.source.req
   }
 
   /** The next batch of rows; an empty array once every row has been read. */
@@ -116,27 +124,22 @@ export class Cursor<R = Row> implements AsyncIterable<R[]> {
   }
 
   private start(): void {
-    const req = this.req
-    if (req === null) {
-      this.state = State.Done
-      return
-    }
     this.state = State.Running
-    req.promise.then(
-      (result) => {
-        this.fields = result.fields
-        this.command = result.command
-        // The tag counts only the last Execute's rows.
-        this.rowCount = result.rowCount === null ? null : this.total
-        this.settleWaiter()
-      },
-      (err: Error) => {
-        if (this.failure === null && this.state === State.Running) this.failure = err
-        this.ready = []
-        this.settleWaiter()
-      },
-    )
-    if (!req.dropped) this.send!(req)
+    if (!this.source.start((r) => this.ended(r), (e) => this.failed(e))) this.state = State.Done
+  }
+
+  private ended(result: Result<unknown>): void {
+    this.fields = result.fields
+    this.command = result.command
+    // The tag counts only the last Execute's rows.
+    this.rowCount = result.rowCount === null ? null : this.total
+    this.settleWaiter()
+  }
+
+  private failed(err: Error): void {
+    if (this.failure === null && this.state === State.Running) this.failure = err
+    this.ready = []
+    this.settleWaiter()
   }
 
   /** After the last batch: waits for the query's end, so a failure at its very end is not missed. */

@@ -1,5 +1,5 @@
 import type { RequestContext } from '../connection/request.js'
-import { AbortError, type PgErrorFields } from '../errors.js'
+import { AbortError, errorFields, type PgErrorFields } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import { Writer } from '../protocol/writer.js'
 import type { Abortable } from './abort.js'
@@ -14,33 +14,12 @@ export interface RawDestination {
   readonly writableEnded?: boolean
 }
 
-/** Field codes of ErrorResponse, for writing one back out from its decoded fields. */
-const errorFieldCodes: [keyof PgErrorFields, number][] = [
-  ['severity', 0x53], // S
-  ['severityNonLocalized', 0x56], // V
-  ['code', 0x43], // C
-  ['message', 0x4d], // M
-  ['detail', 0x44], // D
-  ['hint', 0x48], // H
-  ['position', 0x50], // P
-  ['internalPosition', 0x70], // p
-  ['internalQuery', 0x71], // q
-  ['where', 0x57], // W
-  ['schema', 0x73], // s
-  ['table', 0x74], // t
-  ['column', 0x63], // c
-  ['dataType', 0x64], // d
-  ['constraint', 0x6e], // n
-  ['file', 0x46], // F
-  ['line', 0x4c], // L
-  ['routine', 0x52], // R
-]
-
+/** An ErrorResponse written back out from its decoded fields. */
 export function encodeErrorResponse(fields: PgErrorFields): Uint8Array {
   const w = new Writer(256)
   const m = w.begin(0x45)
-  for (const [key, code] of errorFieldCodes) {
-    const v = fields[key]
+  for (const { name, code } of errorFields) {
+    const v = fields[name]
     if (v === undefined || v === null) continue
     w.u8(code)
     // The server's strings hold no NUL: a C string cannot.

@@ -1,5 +1,5 @@
 import type { PgNotice } from '../errors.js'
-import type { FieldDescription } from '../protocol/backend.js'
+import { splitCommandTag, type CommandTag, type FieldDescription } from '../protocol/backend.js'
 import type { Columns, NullBitmaps } from '../types/columns.js'
 import type { QueryTiming } from './timing.js'
 
@@ -42,35 +42,14 @@ export interface Result<R = Row> {
 /** The notices of a result that has none: shared, so results without notices cost nothing more. */
 export const noNotices: readonly PgNotice[] = Object.freeze([])
 
-const counted = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'FETCH', 'MOVE', 'COPY'])
-
-/** Splits a CommandComplete tag ('INSERT 0 5', 'CREATE TABLE') into command and row count. */
-export function parseCommandTag(tag: string): CommandTag {
+/** Splits a CommandComplete tag ('INSERT 0 5', 'CREATE TABLE') into command and row count (see splitCommandTag). */
+export function parseCommandTag(tag: string): Readonly<CommandTag> {
   if (tag === lastTag) return lastParsed
-  lastParsed = splitTag(tag)
+  lastParsed = splitCommandTag(tag)
   lastTag = tag
   return lastParsed
 }
 
-/** A tag split into its parts; shared between results, so never changed. */
-interface CommandTag {
-  readonly command: string
-  readonly rowCount: number | null
-}
-
-/** Pipelined statements mostly repeat the last tag: its split is kept. */
+/** Pipelined statements mostly repeat the last tag: its split is kept, shared between results, so never changed. */
 let lastTag = ''
-let lastParsed: CommandTag = { command: '', rowCount: null }
-
-function splitTag(tag: string): CommandTag {
-  const sp = tag.indexOf(' ')
-  if (sp > 0) {
-    const command = tag.slice(0, sp)
-    if (counted.has(command)) {
-      const last = tag.lastIndexOf(' ')
-      const n = Number(tag.slice(last + 1))
-      if (Number.isInteger(n)) return { command, rowCount: n }
-    }
-  }
-  return { command: tag, rowCount: null }
-}
+let lastParsed: Readonly<CommandTag> = { command: '', rowCount: null }

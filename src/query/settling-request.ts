@@ -12,10 +12,14 @@ import { DROPPED, SETTLED, type Exchange, type Extra } from './exchange.js'
 const rejection = rejectionAtCaller
 
 /**
- * A query's life apart from the protocol (T is what it resolves with): its promise, settled once; its
- * signal and timeout; being dropped before it is written or stopped after.
+ * A request's life apart from the protocol (T is what it resolves with): its
+ * promise, settled once, rejected through the caller's frames; its signal and
+ * timeout; being dropped before it is written or stopped after. Every request
+ * of the query layer is one: extended-protocol queries and batches (S, what
+ * they keep once written, is their Exchange), simple queries and COPY (S is
+ * the connection's RequestContext: they keep no more).
  */
-export abstract class SettlingRequest<T> implements Abortable {
+export abstract class SettlingRequest<T, S extends object = Exchange> implements Abortable {
   readonly promise: Promise<T>
   /** Also rejects: see rejection. */
   private resolve!: (r: T | PromiseLike<never>) => void
@@ -26,8 +30,8 @@ export abstract class SettlingRequest<T> implements Abortable {
   // one object that is null for the rest.
   protected flags = 0
   protected extra: Extra | null = null
-  /** The exchange with the server, from the moment the query is written. */
-  protected x: Exchange | null = null
+  /** What the request keeps from the moment it is written (see S); null before. */
+  protected x: S | null = null
   /** When the query was issued: see QueryTiming. */
   protected readonly queued = performance.now()
 
@@ -39,11 +43,16 @@ export abstract class SettlingRequest<T> implements Abortable {
   }
 
   /** Abandoned while written: the server is asked to stop it. */
-  protected abstract stop(x: Exchange): void
+  protected abstract stop(x: S): void
 
   /** Abandoned before being written: the connection skips it. */
   get dropped(): boolean {
     return (this.flags & DROPPED) !== 0
+  }
+
+  /** Its promise is settled (or about to be, through the caller's frames). */
+  protected get settled(): boolean {
+    return (this.flags & SETTLED) !== 0
   }
 
   protected get abortError(): Error | null {
@@ -61,7 +70,7 @@ export abstract class SettlingRequest<T> implements Abortable {
    * the lost connection's cache, which goes with it).
    */
   rewind(): boolean {
-    if ((this.flags & SETTLED) !== 0 || this.abortError !== null) return false
+    if (this.settled || this.abortError !== null) return false
     this.x = null
     this.flags = 0
     return true
@@ -84,7 +93,7 @@ export abstract class SettlingRequest<T> implements Abortable {
 
   /** Aborted by its signal or timeout: dropped if not written yet, else cancelled on the server. */
   abort(err: Error): void {
-    if ((this.flags & SETTLED) !== 0 || this.abortError !== null) return
+    if (this.settled || this.abortError !== null) return
     this.extras().error = err
     const x = this.x
     if (x === null) {
@@ -96,7 +105,7 @@ export abstract class SettlingRequest<T> implements Abortable {
   }
 
   protected rejectWith(err: Error): void {
-    if ((this.flags & SETTLED) !== 0) return
+    if (this.settled) return
     this.flags |= SETTLED
     this.extra?.watch?.done()
     const abort = this.abortError
@@ -108,7 +117,7 @@ export abstract class SettlingRequest<T> implements Abortable {
   }
 
   protected resolveWith(r: T): void {
-    if ((this.flags & SETTLED) !== 0) return
+    if (this.settled) return
     if (this.abortError !== null) return this.rejectWith(this.abortError)
     this.flags |= SETTLED
     this.extra?.watch?.done()

@@ -1,4 +1,4 @@
-import { PgError, ProtocolError, type PgErrorFields, type PgNotice, rejectionAtCaller } from '../errors.js'
+import { PgError, ProtocolError, type PgErrorFields, type PgNotice } from '../errors.js'
 import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext, WriteStamp } from '../connection/request.js'
 import { decodeCommandComplete, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
@@ -10,7 +10,7 @@ import type { TypeView } from '../types/view.js'
 import { noNotices, parseCommandTag, type Result, type RowMode } from './result.js'
 import type { Session } from './session.js'
 import { timingNow } from './timing.js'
-import { AbortWatch, type Abortable } from './abort.js'
+import { SettlingRequest } from './settling-request.js'
 
 const enum Step {
   /** Between statements: RowDescription, CommandComplete, EmptyQueryResponse, a COPY, an error, or ReadyForQuery. */
@@ -30,17 +30,10 @@ const enum Step {
  * semicolons, one result per statement, all values in text format. Rejects
  * with the first error (the server runs nothing after it).
  */
-export class SimpleQuery implements Request, Abortable {
-  readonly promise: Promise<Result<unknown>[]>
+export class SimpleQuery extends SettlingRequest<Result<unknown>[], RequestContext> implements Request {
   /** See Request.keepsReads: lazy rows keep views of the reads they came in. */
   readonly keepsReads: boolean
-  private resolve!: (r: Result<unknown>[]) => void
-  private reject!: (e: Error) => void
   private session!: Session
-  dropped = false
-  private settled = false
-  private abortError: Error | null = null
-  private abortWatch: AbortWatch | null = null
   private step = Step.Idle
   private readonly results: Result<unknown>[] = []
   private fields: FieldDescription[] = []
@@ -51,11 +44,9 @@ export class SimpleQuery implements Request, Abortable {
   /** Results whose rows wait for a type lookup, with the lookup. */
   private waiting: { result: Result<unknown>; held: Uint8Array[]; lookup: Promise<void> }[] = []
   private failure: Error | null = null
-  private ctx: RequestContext | null = null
   /** Notices raised by the statement running now: they go with its result. */
   private notices: PgNotice[] | null = null
-  /** See QueryTiming: when the query was issued, and when the statement running now saw its first reply (0: not yet). */
-  private readonly queued = performance.now()
+  /** See QueryTiming: when the statement running now saw its first reply (0: not yet). */
   private firstByte = 0
   private written: WriteStamp | null = null
 
@@ -64,47 +55,17 @@ export class SimpleQuery implements Request, Abortable {
     private readonly rowMode: RowMode,
     private readonly view: TypeView,
   ) {
+    super(null)
     this.keepsReads = rowMode === 'lazy'
-    this.promise = new Promise((resolve) => {
-      this.resolve = resolve
-      // Through the caller's frames: see rejectionAtCaller.
-      this.reject = (e) => resolve(rejectionAtCaller(e))
-    })
   }
 
-  /** Ties the request to an AbortSignal and/or a timeout (ms). */
-  watch(signal: AbortSignal | undefined, timeout: number | undefined): void {
-    if (signal === undefined && timeout === undefined) return
-    this.abortWatch = new AbortWatch(this, signal, timeout)
-  }
-
-  abort(err: Error): void {
-    if (this.settled || this.abortError !== null) return
-    this.abortError = err
-    if (this.ctx === null) {
-      this.dropped = true
-      this.rejectWith(err)
-    } else this.ctx.requestCancel(this)
-  }
-
-  private rejectWith(err: Error): void {
-    if (this.settled) return
-    this.settled = true
-    this.abortWatch?.done()
-    const abort = this.abortError
-    if (abort !== null && abort !== err && abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
-    this.reject(abort ?? err)
-  }
-
-  /** See Request.rewind. */
-  rewind(): boolean {
-    if (this.settled || this.abortError !== null) return false
-    this.ctx = null
-    return true
+  /** Aborted once written: the query string is cancelled on the server. */
+  protected override stop(ctx: RequestContext): void {
+    ctx.requestCancel(this)
   }
 
   encode(w: Writer, ctx: RequestContext): void {
-    this.ctx = ctx
+    this.x = ctx
     this.written = ctx.writeStamp
     this.session = ctx.attachment as Session
     writeQuery(w, this.text)
@@ -120,7 +81,7 @@ export class SimpleQuery implements Request, Abortable {
   }
 
   handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
-    if (this.firstByte === 0) this.firstByte = this.ctx!.readAt
+    if (this.firstByte === 0) this.firstByte = this.x!.readAt
     switch (type) {
       case Backend.DataRow: {
         if (this.step !== Step.Rows) this.violation(type)
@@ -170,7 +131,7 @@ export class SimpleQuery implements Request, Abortable {
         return false
       case Backend.CopyInResponse: {
         if (this.step !== Step.Idle) this.violation(type)
-        const ctx = this.ctx!
+        const ctx = this.x!
         if (ctx.inflightBehind > 0) {
           ctx.destroy(new ProtocolError('COPY FROM STDIN was started through simpleQuery() while other queries were in flight; use copyFrom()'))
           return false
@@ -230,12 +191,8 @@ export class SimpleQuery implements Request, Abortable {
   }
 
   private settle(): void {
-    if (this.failure !== null || this.abortError !== null) this.rejectWith(this.failure ?? this.abortError!)
-    else {
-      this.settled = true
-      this.abortWatch?.done()
-      this.resolve(this.results)
-    }
+    if (this.failure !== null) this.rejectWith(this.failure)
+    else this.resolveWith(this.results)
   }
 
   error(fields: PgErrorFields): void {

@@ -1,13 +1,21 @@
 import type { Request, RequestContext } from '../connection/request.js'
 import { AbortError, rejectionAtCaller } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
+import { FirstRead } from './first-read.js'
 import type { Field, Row } from './result.js'
 
 const noop = (): void => {}
 
+/** What a RowStream learns at the end of its request. */
+interface StreamOutcome {
+  fields: Field[]
+  command: string
+  rowCount: number | null
+}
+
 /** What a RowStream reads from: a query, or a COPY TO STDOUT whose data is decoded into rows. */
 export interface StreamRequest extends Request {
-  readonly promise: Promise<{ fields: Field[]; command: string; rowCount: number | null }>
+  readonly promise: Promise<StreamOutcome>
   abort(err: Error): void
 }
 
@@ -43,18 +51,20 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R> {
   private failure: Error | null = null
   private ctx: RequestContext | null = null
   private paused = false
-  private req: StreamRequest | null = null
-  private send: ((req: StreamRequest) => void) | null = null
+  private source = new FirstRead<StreamRequest>(null, noop)
 
-  constructor(private readonly highWaterMark: number) {}
+  /** Made by stream() and copyToRows(): a stream is useful only with the query that feeds it. */
+  private constructor(private readonly highWaterMark: number) {}
+
+  /** @internal */
+  static create<R>(highWaterMark: number): RowStream<R> {
+    return new RowStream<R>(highWaterMark)
+  }
 
   /** @internal The request to send on the first next(), and how; or the error to report there. */
   bind<Q extends StreamRequest>(req: Q | null, send: (req: Q) => void, error: Error | null): void {
-    this.req = req
-    this.send = send as (req: StreamRequest) => void
+    this.source = new FirstRead<StreamRequest>(req, send as (req: StreamRequest) => void)
     this.failure = error
-    // Its timeout may fire before the stream is ever iterated.
-    req?.promise.catch(noop)
   }
 
   [Symbol.asyncIterator](): this {
@@ -94,7 +104,7 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R> {
   /** Stops early (what `break` in a for-await loop calls): the query is cancelled, queued rows are dropped. */
   return(): Promise<IteratorResult<R>> {
     if (this.state === State.Running || this.state === State.Idle) {
-      this.req?.abort(new AbortError('the stream was closed before its end'))
+      this.source.req?.abort(new AbortError('the stream was closed before its end'))
     }
     this.state = State.Closed
     this.queue = []
@@ -110,33 +120,27 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R> {
   }
 
   private start(): void {
-    const req = this.req
-    if (req === null) {
-      this.state = State.Failed
-      return
-    }
     this.state = State.Running
-    req.promise.then(
-      (result) => {
-        this.fields = result.fields
-        this.command = result.command
-        this.rowCount = result.rowCount
-        if (this.state !== State.Running) return
-        this.state = State.Ended
-        this.finishWaiter()
-      },
-      (err: Error) => {
-        if (this.state !== State.Running) return
-        this.failure = err
-        this.state = State.Failed
-        this.queue = []
-        this.head = 0
-        this.resume()
-        this.finishWaiter()
-      },
-    )
-    if (req.dropped) return
-    this.send!(req)
+    if (!this.source.start((r) => this.ended(r), (e) => this.failed(e))) this.state = State.Failed
+  }
+
+  private ended(result: StreamOutcome): void {
+    this.fields = result.fields
+    this.command = result.command
+    this.rowCount = result.rowCount
+    if (this.state !== State.Running) return
+    this.state = State.Ended
+    this.finishWaiter()
+  }
+
+  private failed(err: Error): void {
+    if (this.state !== State.Running) return
+    this.failure = err
+    this.state = State.Failed
+    this.queue = []
+    this.head = 0
+    this.resume()
+    this.finishWaiter()
   }
 
   /** A waiting next() learns of the end or the failure. */

@@ -47,29 +47,57 @@ export class CodecError extends Error {
   }
 }
 
-/** How some types come back; every choice is exact unless its documentation says otherwise. */
+/**
+ * How some types come back (from the Node client and from pipegres/wire
+ * alike); every choice is exact unless its documentation says otherwise.
+ */
 export interface TypeOptions {
-  /** int8: 'bigint' (default, exact), 'number' (fails on values beyond 2^53), or 'string'. */
+  /** int8: 'bigint' (default, exact), 'number' (refuses values beyond ±2^53 rather than round them), or 'string'. */
   int8?: 'bigint' | 'number' | 'string'
-  /** numeric: 'string' (default, exact) or 'number' (rounded to the nearest double). */
+  /** numeric: 'string' (default, exact: as PostgreSQL prints it) or 'number' (rounded to the nearest double). */
   numeric?: 'string' | 'number'
   /**
    * timestamp and timestamptz: 'date' (default; a Date keeps milliseconds, so
-   * microseconds are dropped) or 'string' (exact ISO 8601 with microseconds:
-   * '2024-02-29T12:34:56.123456Z' for timestamptz, no zone for timestamp).
+   * microseconds are dropped; the infinities are ±Infinity) or 'string'
+   * (exact ISO 8601 with microseconds: '2024-02-29T12:34:56.123456Z' for
+   * timestamptz, no zone for timestamp).
    */
   timestamps?: 'date' | 'string'
-  /** date: 'string' (default, exact: '2024-02-29') or 'date' (a Date at UTC midnight). */
+  /** date: 'string' (default, exact: '2024-02-29', '0044-03-15 BC', 'infinity') or 'date' (a Date at UTC midnight). */
   dates?: 'string' | 'date'
 }
 
 export type ResolvedTypeOptions = Required<TypeOptions>
 
+/**
+ * The choices of each type option, its default first: what the Node
+ * client's option checks and pipegres/wire's accept. The compiler holds it
+ * to TypeOptions (every option, and nothing it does not allow).
+ */
+export const typeOptionChoices = {
+  int8: ['bigint', 'number', 'string'],
+  numeric: ['string', 'number'],
+  timestamps: ['date', 'string'],
+  dates: ['string', 'date'],
+} as const satisfies { readonly [K in keyof TypeOptions]-?: readonly NonNullable<TypeOptions[K]>[] }
+
 export const defaultTypeOptions: ResolvedTypeOptions = {
-  int8: 'bigint',
-  numeric: 'string',
-  timestamps: 'date',
-  dates: 'string',
+  int8: typeOptionChoices.int8[0],
+  numeric: typeOptionChoices.numeric[0],
+  timestamps: typeOptionChoices.timestamps[0],
+  dates: typeOptionChoices.dates[0],
+}
+
+/**
+ * What is wrong with `value` for the type option `name`, worded to follow
+ * the option's name ("must be one of 'string', 'number'"); null when it is
+ * one of its choices, or undefined. Each caller throws its own error with it.
+ */
+export function typeOptionFault(name: string, value: unknown): string | null {
+  if (!Object.hasOwn(typeOptionChoices, name)) return `is not a type option (known: ${Object.keys(typeOptionChoices).join(', ')})`
+  const choices: readonly unknown[] = typeOptionChoices[name as keyof TypeOptions]
+  if (value === undefined || choices.includes(value)) return null
+  return `must be one of ${choices.map((c) => `'${String(c)}'`).join(', ')}`
 }
 
 /** Describes a JS value for error messages, without its content. */

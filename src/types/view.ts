@@ -1,6 +1,6 @@
 import type { Writer } from '../protocol/writer.js'
 import { builtinCodecs } from './builtins.js'
-import type { TypeCatalog } from './catalog.js'
+import type { TypeInfo } from './type-info.js'
 import { CodecError, type Codec, type Decoder, type ResolvedTypeOptions } from './codec.js'
 import { arrayCodec, compositeCodec, multirangeCodec, rangeCodec, recordCodec } from './codecs/containers.js'
 import { enumCodec, unknownTypeCodec } from './fallback.js'
@@ -13,13 +13,21 @@ const RECORD_OID = 2249
  * building codecs of arrays, domains, enums, composites and ranges from their
  * parts, and caching them until the catalog learns something new.
  */
+/** What a view reads of its catalog (TypeCatalog, which makes the views: named here so that neither file imports the other). */
+export interface TypeSource {
+  /** Bumped whenever what the catalog knows changes: cached codecs are dropped then. */
+  readonly version: number
+  info(oid: number): TypeInfo | undefined
+  userCodec(oid: number, info: TypeInfo | undefined): Codec | undefined
+}
+
 export class TypeView {
   private readonly builtins: ReadonlyMap<number, Codec>
   private readonly cache = new Map<number, Codec | null>()
   private version = -1
 
   constructor(
-    private readonly catalog: TypeCatalog,
+    private readonly catalog: TypeSource,
     readonly options: ResolvedTypeOptions,
   ) {
     this.builtins = builtinCodecs(options)

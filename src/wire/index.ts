@@ -2,12 +2,14 @@
 // (RowDescription, DataRow, CommandComplete, ...) in any JavaScript runtime,
 // browsers included. It pairs with Client.queryRaw(), which writes a query's
 // result messages as the server sent them into an HTTP response or a file.
-// It reuses the Node client's browser-safe layers (protocol/ message codes and
-// UTF-8, types/ binary reads, calendar arithmetic and Interval), and nothing
+// It reuses the Node client's browser-safe layers (protocol/'s framing, field
+// description, command tags, message codes and UTF-8; the error fields; types/'
+// type options, binary reads, calendar arithmetic and Interval), and nothing
 // it reaches may need Node: tsconfig.wire-dom.json compiles it against the DOM
 // library alone.
 
-export { WireParser, parseCommandTag } from './parser.js'
+export { WireParser } from './parser.js'
+export { splitCommandTag as parseCommandTag } from '../protocol/backend.js'
 export type { WireField, WireEvent, WireCompletion, WireParserOptions, RowMode, RowOf } from './parser.js'
 export { parseStream, parseResponse } from './stream.js'
 export type { WireResult, WireSource, ResponseLike, ByteStream, ByteStreamReader } from './stream.js'

@@ -1,7 +1,10 @@
+import { ErrorFieldsReader } from '../errors.js'
+import { splitCommandTag, type FieldDescription } from '../protocol/backend.js'
+import { DEFAULT_MAX_MESSAGE_SIZE, Framer, lengthFault } from '../protocol/framer.js'
 import { Backend } from '../protocol/message-codes.js'
 import { readInt16, readInt32, readUint32 } from '../types/codecs/binary.js'
 import { findNul, utf8Text } from './bytes.js'
-import { messageFields, WireProtocolError, WireServerError, type WireNotice } from './errors.js'
+import { WireProtocolError, WireServerError, type WireNotice } from './errors.js'
 import { copyBytes, resolveTypeOptions, type ScalarType, type WireTypeOptions } from './scalars.js'
 import { typeTable } from './types.js'
 
@@ -13,21 +16,8 @@ import { typeTable } from './types.js'
 // its type cannot have) stops the parser with a WireProtocolError: a stream
 // that is not what it should be is never decoded into rows by guesswork.
 
-/** One column of a RowDescription. */
-export interface WireField {
-  name: string
-  /** OID of the table the column comes from, or 0. */
-  tableOid: number
-  /** Attribute number of the column in that table, or 0. */
-  columnNumber: number
-  typeOid: number
-  /** pg_type.typlen: negative for variable-length types. */
-  typeSize: number
-  /** pg_attribute.atttypmod: type-specific, -1 when none. */
-  typeModifier: number
-  /** 0 when the values are in text, 1 in binary. */
-  format: number
-}
+/** One column of a RowDescription: the Node client's FieldDescription. */
+export type WireField = FieldDescription
 
 export type RowMode = 'object' | 'array'
 
@@ -70,8 +60,6 @@ export interface WireParserOptions<M extends RowMode = 'object'> {
   onNotice?: (notice: WireNotice) => void
 }
 
-const DEFAULT_MAX_MESSAGE_SIZE = 1024 * 1024 * 1024 + 64 * 1024
-
 // Message types (the first byte of every message), as the protocol layer names them.
 const ROW_DESCRIPTION = Backend.RowDescription
 const DATA_ROW = Backend.DataRow
@@ -100,24 +88,37 @@ function describeType(type: number): string {
   return type >= 0x20 && type < 0x7f ? `unknown message type '${ch}' (${hex})` : `unknown message type ${hex}`
 }
 
-const COUNTED = new Set(['SELECT', 'UPDATE', 'DELETE', 'MERGE', 'FETCH', 'MOVE', 'COPY'])
+function messageName(type: number): string {
+  return RESULT_MESSAGE_NAMES[type] ?? describeType(type)
+}
 
-/** Splits a CommandComplete tag into its command and row count. */
-export function parseCommandTag(tag: string): { command: string; rowCount: number | null } {
-  const words = tag.split(' ')
-  // INSERT's tag is 'INSERT oid rows'; the others that count end in their count.
-  const counted = (words[0] === 'INSERT' && words.length === 3) || (COUNTED.has(words[0]!) && words.length === 2)
-  const last = words[words.length - 1]!
-  if (counted && /^\d+$/.test(last)) return { command: words[0]!, rowCount: Number(last) }
-  return { command: tag, rowCount: null }
+/**
+ * The Node client's framing (memory that follows the bytes that arrive, the
+ * length each message type may have), with wire's rules on top: only the
+ * messages of a query result pass, `maxMessageSize` caps every message, and
+ * each refusal is a WireProtocolError worded for wire's users.
+ */
+class ResultFramer extends Framer {
+  protected override checkType(type: number): void {
+    if (RESULT_MESSAGE_NAMES[type] === undefined) throw new WireProtocolError(`${describeType(type)} where a query result was expected`)
+  }
+
+  protected override check(type: number, len: number): void {
+    this.checkType(type)
+    const max = this.maxMessageSize
+    if (len > max) throw new WireProtocolError(`${messageName(type)} of ${len} bytes, more than maxMessageSize (${max})`)
+    const fault = lengthFault(type, len, max)
+    if (fault === null) return
+    const name = messageName(type)
+    if (fault.kind === 'invalid') throw new WireProtocolError(`${name} with invalid length ${len}`)
+    if (fault.kind === 'exact') throw new WireProtocolError(`${name} of length ${len}; it must be ${fault.exact}`)
+    throw new WireProtocolError(`${name} of ${len} bytes, more than the ${fault.limit} bytes its type can take`)
+  }
 }
 
 type ValueDecoder = (b: Uint8Array, start: number, end: number) => unknown
 
 const utf8Value: ValueDecoder = (b, s, e) => utf8Text(b, s, e)
-
-/** The first buffer for a message split across chunks; bigger ones grow as their bytes arrive. */
-const INITIAL_BODY = 64 * 1024
 
 /**
  * Parses result messages incrementally. push() each chunk as it arrives; it
@@ -129,16 +130,9 @@ export class WireParser<M extends RowMode = 'object'> {
   private readonly options: WireParserOptions<M>
   private readonly types: Map<number, ScalarType>
   private readonly arrays: boolean
-  private readonly maxMessageSize: number
-
-  // Framing: the 5 header bytes (type, length) and the body of a message split across chunks.
-  private readonly header = new Uint8Array(5)
-  private headerFill = 0
-  private body: Uint8Array | null = null
-  private bodyFill = 0
-  private bodyType = 0
-  /** The body's length as its header claims; `body` grows towards it as bytes arrive. */
-  private bodySize = 0
+  private readonly framer: ResultFramer
+  /** Where the messages of the chunk being pushed put their events (null outside push()). */
+  private events: WireEvent<RowOf<M>>[] | null = null
 
   // The result being received: its columns, after a RowDescription and until its end.
   private current: WireField[] | null = null
@@ -157,7 +151,7 @@ export class WireParser<M extends RowMode = 'object'> {
     this.types = typeTable(resolveTypeOptions(options.types))
     const max = options.maxMessageSize ?? DEFAULT_MAX_MESSAGE_SIZE
     if (!Number.isInteger(max) || max < 5) throw new TypeError('maxMessageSize must be an integer of at least 5')
-    this.maxMessageSize = max
+    this.framer = new ResultFramer({ onMessage: (type, b, s, e) => this.handle(type, b, s, e, this.events!) }, max)
   }
 
   /** The columns of the result being received, or null between results. */
@@ -170,12 +164,16 @@ export class WireParser<M extends RowMode = 'object'> {
     this.checkUsable('push')
     if (!(chunk instanceof Uint8Array)) throw new TypeError('push() takes a Uint8Array')
     const events: WireEvent<RowOf<M>>[] = []
+    const outer = this.events
+    this.events = events
     try {
-      this.consume(chunk, events)
+      this.framer.push(chunk)
     } catch (err) {
       // The chunk was consumed only up to the failure: the stream cannot be resumed.
       this.failure = err instanceof Error ? err : new Error(String(err))
       throw err
+    } finally {
+      this.events = outer
     }
     return events
   }
@@ -184,10 +182,10 @@ export class WireParser<M extends RowMode = 'object'> {
   end(): void {
     this.checkUsable('end')
     this.ended = true
-    if (this.body !== null) {
-      throw this.fail(`the stream ended inside ${this.messageName(this.bodyType)}: ${this.bodyFill + 5} of its ${this.bodySize + 5} bytes arrived`)
-    }
-    if (this.headerFill > 0) throw this.fail(`the stream ended inside a message header (${this.headerFill} of 5 bytes)`)
+    const held = this.framer.heldMessage
+    if (held !== null) throw this.fail(`the stream ended inside ${messageName(held.type)}: ${held.received} of its ${held.size} bytes arrived`)
+    const header = this.framer.heldHeaderBytes
+    if (header > 0) throw this.fail(`the stream ended inside a message header (${header} of 5 bytes)`)
     if (this.current !== null) {
       throw this.fail(`the stream ended inside a result: a RowDescription and ${this.rowsInResult} rows, but no CommandComplete or ErrorResponse`)
     }
@@ -202,82 +200,6 @@ export class WireParser<M extends RowMode = 'object'> {
     const err = new WireProtocolError(message)
     this.failure = err
     return err
-  }
-
-  private messageName(type: number): string {
-    return RESULT_MESSAGE_NAMES[type] ?? describeType(type)
-  }
-
-  /** Checks a header; returns the body length. */
-  private checkHeader(type: number, length: number): number {
-    if (type !== ROW_DESCRIPTION && type !== DATA_ROW && type !== COMMAND_COMPLETE && type !== EMPTY_QUERY && type !== ERROR_RESPONSE && type !== NOTICE_RESPONSE) {
-      throw new WireProtocolError(`${describeType(type)} where a query result was expected`)
-    }
-    // The length counts itself; a negative int32 (top bit set) fails here too.
-    if (length < 4) throw new WireProtocolError(`${this.messageName(type)} with invalid length ${length}`)
-    if (length > this.maxMessageSize) {
-      throw new WireProtocolError(`${this.messageName(type)} of ${length} bytes, more than maxMessageSize (${this.maxMessageSize})`)
-    }
-    if (type === EMPTY_QUERY && length !== 4) throw new WireProtocolError(`an EmptyQueryResponse of length ${length}; it must be 4`)
-    return length - 4
-  }
-
-  private consume(chunk: Uint8Array, events: WireEvent<RowOf<M>>[]): void {
-    const n = chunk.length
-    let pos = 0
-    while (pos < n) {
-      if (this.body !== null) {
-        const take = Math.min(this.bodySize - this.bodyFill, n - pos)
-        if (this.bodyFill + take > this.body.length) this.growBody(this.bodyFill + take)
-        this.body.set(chunk.subarray(pos, pos + take), this.bodyFill)
-        this.bodyFill += take
-        pos += take
-        if (this.bodyFill < this.bodySize) return
-        const body = this.body
-        this.body = null
-        this.handle(this.bodyType, body, 0, body.length, events)
-        continue
-      }
-      let type: number
-      let length: number
-      if (this.headerFill === 0 && n - pos >= 5) {
-        type = chunk[pos]!
-        length = readInt32(chunk, pos + 1)
-        pos += 5
-      } else {
-        const take = Math.min(5 - this.headerFill, n - pos)
-        this.header.set(chunk.subarray(pos, pos + take), this.headerFill)
-        this.headerFill += take
-        pos += take
-        // The type alone is enough to refuse a message that has no place here.
-        if (this.headerFill < 5) {
-          this.checkHeader(this.header[0]!, 4)
-          return
-        }
-        this.headerFill = 0
-        type = this.header[0]!
-        length = readInt32(this.header, 1)
-      }
-      const size = this.checkHeader(type, length)
-      if (n - pos >= size) {
-        // The whole body is in this chunk: decode it in place.
-        this.handle(type, chunk, pos, pos + size, events)
-        pos += size
-      } else {
-        // A header may claim up to maxMessageSize: memory follows the bytes
-        // that actually arrive, not the claim.
-        this.body = new Uint8Array(Math.min(size, INITIAL_BODY))
-        this.bodySize = size
-        this.bodyFill = 0
-        this.bodyType = type
-      }
-    }
-  }
-
-  private growBody(need: number): void {
-    const next = new Uint8Array(Math.min(this.bodySize, Math.max(need, this.body!.length * 4)))
-    next.set(this.body!.subarray(0, this.bodyFill), 0)
-    this.body = next
   }
 
   private handle(type: number, b: Uint8Array, s: number, e: number, events: WireEvent<RowOf<M>>[]): void {
@@ -305,7 +227,7 @@ export class WireParser<M extends RowMode = 'object'> {
         if (end !== e - 1) throw new WireProtocolError('a CommandComplete whose tag is not one NUL-terminated string')
         const tag = utf8Text(b, s, end)
         this.current = null
-        const completion: WireCompletion = { tag, ...parseCommandTag(tag), empty: false }
+        const completion: WireCompletion = { tag, ...splitCommandTag(tag), empty: false }
         events.push({ type: 'complete', ...completion })
         this.options.onComplete?.(completion)
         return
@@ -414,9 +336,9 @@ export class WireParser<M extends RowMode = 'object'> {
   }
 
   // Not protocol/'s decodeErrorFields, for the same reasons as decodeFields;
-  // the table of field codes is shared (see messageFields).
+  // what each field code means is shared (see ErrorFieldsReader).
   private decodeNoticeFields(b: Uint8Array, s: number, e: number, what: string, severity: string): WireNotice {
-    const pairs: [number, string][] = []
+    const fields = new ErrorFieldsReader(severity)
     let p = s
     for (;;) {
       if (p >= e) throw new WireProtocolError(`${what} without its terminating NUL`)
@@ -424,10 +346,10 @@ export class WireParser<M extends RowMode = 'object'> {
       if (code === 0) break
       const nul = findNul(b, p + 1, e)
       if (nul < 0) throw new WireProtocolError(`${what} with an unterminated field`)
-      pairs.push([code, utf8Text(b, p + 1, nul)])
+      fields.set(code, utf8Text(b, p + 1, nul))
       p = nul + 1
     }
     if (p !== e - 1) throw new WireProtocolError(`${e - 1 - p} bytes after the end of ${what}`)
-    return messageFields(pairs, severity)
+    return fields.done(severity.toLowerCase())
   }
 }

@@ -1,3 +1,4 @@
+import { defaultTypeOptions, typeOptionChoices, typeOptionFault, type ResolvedTypeOptions, type TypeOptions } from '../types/codec.js'
 import { INT64_MAX, INT64_MIN, readFloat32, readFloat64, readInt16, readInt32, readInt64, readUint16, readUint32 } from '../types/codecs/binary.js'
 import { DATE_END_DAY, MIN_DAY, pgDateText, US_PER_DAY } from '../types/codecs/date.js'
 import { offsetText, timeText } from '../types/codecs/time.js'
@@ -30,32 +31,20 @@ export interface ScalarType {
   binary: BinaryDecoderFn
 }
 
-/** How some types are represented in JavaScript. */
-export interface WireTypeOptions {
-  /** int8: 'bigint' (default); 'number' (refuses values beyond ±2^53 rather than round them); 'string'. */
-  int8?: 'bigint' | 'number' | 'string'
-  /** numeric: 'string' (default: exactly as PostgreSQL prints it); 'number' (the nearest double). */
-  numeric?: 'string' | 'number'
-  /** date: 'string' (default: '2024-02-29', '0044-03-15 BC', 'infinity'); 'date' (a Date at UTC midnight). */
-  dates?: 'string' | 'date'
-  /** timestamp, timestamptz: 'date' (default: a Date, microseconds floored; ±Infinity for the infinities); 'string' (exact ISO 8601). */
-  timestamps?: 'date' | 'string'
-}
+/** How some types are represented in JavaScript: the Node client's TypeOptions. */
+export type WireTypeOptions = TypeOptions
 
-export type ResolvedTypeOptions = Required<WireTypeOptions>
-
+/** The options with their defaults filled in; a value that is not one of its option's choices throws a TypeError. */
 export function resolveTypeOptions(o: WireTypeOptions = {}): ResolvedTypeOptions {
-  const pick = <T extends string>(name: string, value: T | undefined, allowed: readonly T[]): T => {
-    if (value === undefined) return allowed[0]!
-    if (!allowed.includes(value)) throw new TypeError(`types.${name} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}`)
-    return value
+  const out: Record<string, string> = { ...defaultTypeOptions }
+  // Only the known options are read: wire has always let other keys pass.
+  for (const name of Object.keys(typeOptionChoices) as (keyof TypeOptions)[]) {
+    const value = o[name]
+    const fault = typeOptionFault(name, value)
+    if (fault !== null) throw new TypeError(`types.${name} ${fault}`)
+    if (value !== undefined) out[name] = value
   }
-  return {
-    int8: pick('int8', o.int8, ['bigint', 'number', 'string']),
-    numeric: pick('numeric', o.numeric, ['string', 'number']),
-    dates: pick('dates', o.dates, ['string', 'date']),
-    timestamps: pick('timestamps', o.timestamps, ['date', 'string']),
-  }
+  return out as ResolvedTypeOptions
 }
 
 function malformed(what: string, detail: string): WireProtocolError {

@@ -1,5 +1,6 @@
 import { binaryArrayDecoder, textArrayDecoder } from './arrays.js'
-import { resolveTypeOptions, scalarTypes, type ResolvedTypeOptions, type ScalarType } from './scalars.js'
+import type { ResolvedTypeOptions } from '../types/codec.js'
+import { resolveTypeOptions, scalarTypes, type ScalarType } from './scalars.js'
 
 // The decoders of every type pipegres/wire knows, scalars and their arrays,
 // keyed by type OID. Built per set of type options.

@@ -9,7 +9,7 @@
 // scenario needs none (it runs against a stalled fake backend).
 
 import { connect, createPool, ConnectionError, type Pool } from '../../src/index.js'
-import { internalsOf } from '../../src/internals.js'
+import { internalsOf } from '../../src/lane/internals.js'
 import { stalledServer } from './stalled-server.js'
 
 const gc = (globalThis as { gc?: () => void }).gc

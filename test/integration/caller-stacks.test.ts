@@ -106,6 +106,26 @@ test('errors of begin(): a statement that failed inside, and a commit turned int
   assertCaller(rolledBack)
 })
 
+test('errors of startTransaction(): a failed statement, the commit it turns into a rollback, a query once it is over', async () => {
+  const tx = await db.startTransaction()
+  const inside = await failureOf(() => tx.query('SELECT 1/0'))
+  assert.ok(inside instanceof PgError)
+  assertCaller(inside)
+  const rolledBack = await failureOf(() => tx.commit())
+  assert.ok(rolledBack instanceof TransactionError)
+  assertCaller(rolledBack)
+  assertCaller(await failureOf(() => tx.query('SELECT 1')))
+  const { options } = await mainDatabase()
+  const pool = createPool({ ...options, max: 1 })
+  try {
+    const ptx = await pool.startTransaction()
+    assertCaller(await failureOf(() => ptx.query('SELECT 1/0')))
+    await ptx.rollback()
+  } finally {
+    await pool.end()
+  }
+})
+
 test('a stream and a cursor that fail while being read show the caller', async () => {
   const streamed = await failureOf(async () => {
     for await (const _ of db.stream('SELECT 1 / (3 - g) FROM generate_series(1, 5) g')) void _

@@ -3,7 +3,7 @@
 // misuse is a compile error (each `@ts-expect-error` fails the build if the
 // line below it compiles).
 
-import { createPool, type Client, type Cursor, type Result, type Row, type RowStream, type Transaction } from '../../src/index.js'
+import { createPool, type Client, type Cursor, type Result, type Row, type RowStream, type StartedTransaction, type Transaction, type TransactionState } from '../../src/index.js'
 
 interface User {
   id: number
@@ -79,6 +79,20 @@ export async function rows(db: Client): Promise<void> {
   expectType<string>(await pool.begin({ isolation: 'serializable' }, async (tx) => (await tx.query<User>('SELECT 1')).rows[0]!.email))
   // @ts-expect-error: not an isolation level
   void pool.begin({ isolation: 'snapshot' }, async () => 1)
+
+  // startTransaction(): a transaction ended from outside, typed like begin()'s, disposable with `await using`.
+  {
+    await using started = await pool.startTransaction({ isolation: 'serializable', readOnly: true })
+    assertEqual<typeof started, StartedTransaction>(true)
+    expectType<Transaction>(started)
+    expectType<User[]>((await started.query<User>('SELECT 1')).rows)
+    assertEqual<typeof started.state, TransactionState>(true)
+    expectType<Promise<void>>(started.commit())
+    // @ts-expect-error: retrying needs begin(fn)
+    void db.startTransaction({ retry: { attempts: 3 } })
+    // @ts-expect-error: startTransaction() takes options, not a function
+    void reserved.startTransaction(async () => 1)
+  }
 
   // simpleQuery<T>(): one typed result per statement.
   const many = await db.simpleQuery<User>('SELECT 1; SELECT 2')

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ArgumentError } from '../../src/errors.js'
-import { refuseSessionState, sessionStatement } from '../../src/pooler-mode.js'
+import { refuseSessionState, sessionStatement } from '../../src/queryable/pooler-mode.js'
 
 test('statements that leave state on the session are named', () => {
   const cases: [string, string][] = [

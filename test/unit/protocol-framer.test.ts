@@ -123,3 +123,10 @@ test('a bad header split across chunks is still refused', () => {
   f.push(Uint8Array.of(0x44, 0xff))
   assert.throws(() => f.push(Uint8Array.of(0xff, 0xff, 0xff)), ProtocolError)
 })
+
+test('an unknown type is refused from its byte alone, before its length arrives', () => {
+  const { sink } = collector()
+  const f = new Framer(sink)
+  f.push(Uint8Array.of(...msg('Z', [0x49])))
+  assert.throws(() => f.push(Uint8Array.of(0x21, 0)), /unknown message type '!'/)
+})

@@ -22,6 +22,11 @@ test('command tags: command and row count', () => {
     ['SET', 'SET', null],
     ['', '', null],
     ['SELECT', 'SELECT', null],
+    // Not the shape of a counted tag: all command, no count read out of it.
+    ['SELECT 1 2', 'SELECT 1 2', null],
+    ['SELECT 0x10', 'SELECT 0x10', null],
+    ['SELECT ', 'SELECT ', null],
+    ['INSERT 5', 'INSERT 5', null],
   ]
   for (const [tag, command, rowCount] of cases) assert.deepEqual(parseCommandTag(tag), { command, rowCount }, tag)
 })

@@ -165,6 +165,8 @@ test('lengths: below 4, negative, beyond maxMessageSize (before the body is awai
   ok.push(rowDescription([{ typeOid: 25, format: 0 }]))
   assert.equal(ok.push(dataRow(['x'.repeat(89)])).length, 1)
   throwsWire(() => new WireParser().push(message('I', Uint8Array.of(0))), /EmptyQueryResponse of length 5; it must be 4/)
+  // The Node client's limit for the type: no tag is 64 KiB long.
+  throwsWire(() => new WireParser().push(Uint8Array.of(0x43, 0, 1, 0, 1)), /a CommandComplete of 65537 bytes, more than the 65536 bytes its type can take/)
   assert.throws(() => new WireParser({ maxMessageSize: 4 }), TypeError)
 })
 

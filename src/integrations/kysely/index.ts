@@ -14,10 +14,22 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely'
-import { ArgumentError, TransactionError, quoteIdentifier, type QueryOptions, type Result, type StreamOptions, type TransactionOptions } from '../../index.js'
-import { OpenTransaction, type PipegresTarget } from './open-transaction.js'
+import {
+  ArgumentError,
+  TransactionError,
+  quoteIdentifier,
+  type Client,
+  type Pool,
+  type QueryOptions,
+  type ReservedClient,
+  type Result,
+  type StartedTransaction,
+  type StartTransactionOptions,
+  type StreamOptions,
+} from '../../index.js'
 
-export type { PipegresTarget } from './open-transaction.js'
+/** What a dialect runs on: a pool, a client, or a connection reserved from a pool. */
+export type PipegresTarget = Pool | Client | ReservedClient
 
 export interface PipegresDialectConfig {
   /**
@@ -63,7 +75,7 @@ export class PipegresDialect implements Dialect {
 }
 
 function isTarget(v: unknown): v is PipegresTarget {
-  return typeof v === 'object' && v !== null && typeof (v as PipegresTarget).query === 'function' && typeof (v as PipegresTarget).begin === 'function'
+  return typeof v === 'object' && v !== null && typeof (v as PipegresTarget).query === 'function' && typeof (v as PipegresTarget).startTransaction === 'function'
 }
 
 class PipegresDriver implements Driver {
@@ -131,8 +143,8 @@ class PipegresDriver implements Driver {
   }
 }
 
-function transactionOptions(settings: TransactionSettings): TransactionOptions {
-  const options: TransactionOptions = {}
+function transactionOptions(settings: TransactionSettings): StartTransactionOptions {
+  const options: StartTransactionOptions = {}
   if (settings.isolationLevel !== undefined) {
     if (settings.isolationLevel === 'snapshot') throw new ArgumentError("PostgreSQL has no 'snapshot' isolation level (its 'repeatable read' is snapshot isolation)")
     options.isolation = settings.isolationLevel
@@ -150,7 +162,7 @@ function toQueryResult<R>(r: Result<R>): QueryResult<R> {
 
 /** What Kysely sees as a connection: the shared pool or client, or a transaction while one is open. */
 class PipegresConnection implements DatabaseConnection {
-  #open: OpenTransaction | null = null
+  #open: StartedTransaction | null = null
 
   constructor(
     private readonly target: PipegresTarget,
@@ -158,7 +170,7 @@ class PipegresConnection implements DatabaseConnection {
   ) {}
 
   private runner(): Pick<PipegresTarget, 'query' | 'stream'> {
-    return this.#open?.tx ?? this.target
+    return this.#open ?? this.target
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
@@ -182,12 +194,12 @@ class PipegresConnection implements DatabaseConnection {
 
   async control(sql: string): Promise<void> {
     if (this.#open === null) throw new ArgumentError(`${sql.split(' ')[0]} outside a transaction`)
-    await this.#open.tx.query(sql, [], { prepare: false })
+    await this.#open.query(sql, [], { prepare: false })
   }
 
-  async begin(options: TransactionOptions): Promise<void> {
-    if (this.#open !== null && !this.#open.over) throw new ArgumentError('a transaction is already open on this connection')
-    this.#open = await OpenTransaction.open(this.target, options)
+  async begin(options: StartTransactionOptions): Promise<void> {
+    if (this.#open !== null && this.#open.state === 'active') throw new ArgumentError('a transaction is already open on this connection')
+    this.#open = await this.target.startTransaction(options)
   }
 
   async commit(): Promise<void> {

@@ -125,8 +125,6 @@ export class DatabaseError extends Error {
   }
 }
 
-const str = (v: number | string | undefined): string | undefined => (v === undefined ? undefined : String(v))
-
 /** A notice as pg emits it: the fields of an error, on a plain object (not an Error). */
 export class NoticeMessage {
   readonly name = 'notice'
@@ -150,23 +148,20 @@ export class NoticeMessage {
   routine: string | undefined
 }
 
+/**
+ * Copies the fields pg's class has (it declares each as a property) from
+ * pipegres's error or notice (each field an own enumerable property): no
+ * list of fields is kept here, so pg's shape decides which are copied, and
+ * pipegres's numbers become the strings pg gives.
+ */
 function copyFields<T extends DatabaseError | NoticeMessage>(target: T, e: PgError | PgNotice): T {
-  target.severity = e.severity
-  target.code = e.code
-  target.detail = e.detail
-  target.hint = e.hint
-  target.position = str(e.position)
-  target.internalPosition = str(e.internalPosition)
-  target.internalQuery = e.internalQuery
-  target.where = e.where
-  target.schema = e.schema
-  target.table = e.table
-  target.column = e.column
-  target.dataType = e.dataType
-  target.constraint = e.constraint
-  target.file = e.file
-  target.line = str(e.line)
-  target.routine = e.routine
+  const t = target as unknown as Record<string, unknown>
+  const from = e as unknown as Record<string, unknown>
+  for (const key of Object.keys(e)) {
+    if (!Object.hasOwn(target, key)) continue
+    const v = from[key]
+    t[key] = typeof v === 'number' ? String(v) : v
+  }
   return target
 }
 
@@ -186,7 +181,5 @@ export function toPgError(err: unknown): unknown {
 
 /** A NoticeResponse in the shape pg emits for 'notice'. */
 export function toPgNotice(n: PgNotice): NoticeMessage {
-  const out = copyFields(new NoticeMessage(), n)
-  out.message = n.message
-  return out
+  return copyFields(new NoticeMessage(), n)
 }

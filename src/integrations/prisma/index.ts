@@ -10,10 +10,21 @@ import type {
   TransactionOptions as PrismaTransactionOptions,
 } from '@prisma/driver-adapter-utils'
 import { DriverAdapterError } from '@prisma/driver-adapter-utils'
-import { ArgumentError, createPool, quoteIdentifier, type Client, type Pool, type PoolOptions, type QueryOptions, type ReservedClient, type Transaction, type TransactionOptions } from '../../index.js'
+import {
+  ArgumentError,
+  createPool,
+  quoteIdentifier,
+  type Client,
+  type Pool,
+  type PoolOptions,
+  type QueryOptions,
+  type ReservedClient,
+  type StartedTransaction,
+  type StartTransactionOptions,
+  type Transaction,
+} from '../../index.js'
 import { columnsOf, mapArgs, prismaTypes, UnsupportedColumn } from './columns.js'
 import { toPrismaError } from './errors.js'
-import { OpenTransaction, type PipegresTarget } from './open-transaction.js'
 
 export { toPrismaError } from './errors.js'
 
@@ -25,6 +36,9 @@ export interface PrismaPipegresOptions {
 }
 
 const ADAPTER_NAME = 'pipegres'
+
+/** What the adapter runs on: a pool, a client, or a connection reserved from a pool. */
+type PipegresTarget = Pool | Client | ReservedClient
 
 class PipegresQueryable implements SqlQueryable {
   readonly provider = 'postgres' as const
@@ -76,27 +90,27 @@ class PipegresTransaction extends PipegresQueryable implements PrismaTransaction
   readonly options: PrismaTransactionOptions = { usePhantomQuery: true }
 
   constructor(
-    private readonly open: OpenTransaction,
+    private readonly tx: StartedTransaction,
     settings: PrismaPipegresOptions,
   ) {
-    super(open.tx, settings)
+    super(tx, settings)
   }
 
   async commit(): Promise<void> {
-    await this.open.commit().catch((err: unknown) => {
+    await this.tx.commit().catch((err: unknown) => {
       throw toPrismaError(err)
     })
   }
 
   async rollback(): Promise<void> {
-    await this.open.rollback().catch((err: unknown) => {
+    await this.tx.rollback().catch((err: unknown) => {
       throw toPrismaError(err)
     })
   }
 
   private async control(sql: string): Promise<void> {
     try {
-      await this.open.tx.query(sql, [], { prepare: false })
+      await this.tx.query(sql, [], { prepare: false })
     } catch (err) {
       throw toPrismaError(err)
     }
@@ -115,7 +129,7 @@ class PipegresTransaction extends PipegresQueryable implements PrismaTransaction
   }
 }
 
-const isolations: Record<string, TransactionOptions['isolation']> = {
+const isolations: Record<string, StartTransactionOptions['isolation']> = {
   'READ UNCOMMITTED': 'read uncommitted',
   'READ COMMITTED': 'read committed',
   'REPEATABLE READ': 'repeatable read',
@@ -141,14 +155,14 @@ class PipegresAdapter extends PipegresQueryable implements SqlDriverAdapter {
   }
 
   async startTransaction(isolationLevel?: IsolationLevel): Promise<PrismaTransaction> {
-    const options: TransactionOptions = {}
+    const options: StartTransactionOptions = {}
     if (isolationLevel !== undefined) {
       const isolation = isolations[isolationLevel]
       if (isolation === undefined) throw new DriverAdapterError({ kind: 'InvalidIsolationLevel', level: isolationLevel })
       options.isolation = isolation
     }
     try {
-      return new PipegresTransaction(await OpenTransaction.open(this.target, options), this.settings)
+      return new PipegresTransaction(await this.target.startTransaction(options), this.settings)
     } catch (err) {
       throw toPrismaError(err)
     }
@@ -166,7 +180,7 @@ class PipegresAdapter extends PipegresQueryable implements SqlDriverAdapter {
 }
 
 function isTarget(v: unknown): v is PipegresTarget {
-  return typeof v === 'object' && v !== null && typeof (v as PipegresTarget).query === 'function' && typeof (v as PipegresTarget).begin === 'function'
+  return typeof v === 'object' && v !== null && typeof (v as PipegresTarget).query === 'function' && typeof (v as PipegresTarget).startTransaction === 'function'
 }
 
 /**

@@ -1,5 +1,5 @@
 import { CodecError } from '../codec.js'
-import type { Box, Circle, Line, LineSegment, Path, Point, Polygon } from './geometric.js'
+import type { Box, Circle, Line, LineSegment, Path, Point, Polygon } from './geometric-values.js'
 
 // The text forms the server prints for geometric types, read straight from
 // the bytes: point (x,y), line {a,b,c}, lseg [(x,y),(x,y)], box (x,y),(x,y),

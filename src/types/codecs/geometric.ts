@@ -3,35 +3,14 @@ import type { ArrayValuedCodec } from './array-shape.js'
 import { CodecError, describeValue, type Codec, type ResolvedTypeOptions } from '../codec.js'
 import { expectLength, readFloat64, readInt32, writeFloat64 } from './binary.js'
 import { formatFloat, GeometricTextReader } from './geometric-text.js'
+import type { Circle, Line, Path, Point, Polygon } from './geometric-values.js'
 
 // The geometric types as plain objects of doubles. Binary is float8 after
 // float8 (a path adds a closed flag and a count, a polygon a count); the text
 // the server prints (PostgreSQL 12+: shortest round-trip digits) parses back
 // to the very same doubles, so both formats decode to identical values.
 
-export interface Point {
-  x: number
-  y: number
-}
-/** The line Ax + By + C = 0. */
-export interface Line {
-  a: number
-  b: number
-  c: number
-}
-export type LineSegment = [Point, Point]
-/** Upper-right corner first, as PostgreSQL stores a box. */
-export type Box = [Point, Point]
-export interface Path {
-  closed: boolean
-  points: Point[]
-}
-export type Polygon = Point[]
-export interface Circle {
-  x: number
-  y: number
-  radius: number
-}
+export type { Box, Circle, Line, LineSegment, Path, Point, Polygon } from './geometric-values.js'
 
 const POINT_OID = 600
 const LSEG_OID = 601
