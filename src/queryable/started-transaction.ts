@@ -43,7 +43,7 @@ export class StartedTransaction extends Transaction {
 
   /** @internal */
   static open(host: TransactionHost, token: object, defaults: QueryDefaults, begin: string, ended: Ended | null): StartedTransaction {
-    return StartedTransaction.open(host, token, defaults, begin, ended)
+    return new StartedTransaction(host, token, defaults, begin, ended)
   }
 
   /** Made by startTransaction(): the transaction is useful only on the connection it holds. */
