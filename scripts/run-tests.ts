@@ -243,7 +243,11 @@ async function main(): Promise<number> {
 
 function totals(results: FileResult[]): Record<string, number> {
   const sums: Record<string, number> = {}
-  for (const r of results) for (const [k, v] of Object.entries(r.counts ?? {})) sums[k] = (sums[k] ?? 0) + v
+  for (const r of results) {
+    for (const [k, v] of Object.entries(r.counts ?? {})) sums[k] = (sums[k] ?? 0) + v
+    // A file killed at its limit writes no counts: its failed tests (at least one) count as failed.
+    if (!r.counts && r.code !== 0) for (const k of ['tests', 'fail']) sums[k] = (sums[k] ?? 0) + Math.max(1, r.failures.length)
+  }
   return sums
 }
 

@@ -94,7 +94,7 @@ export function table(outcomes: Outcome[]): { text: string; markdown: string } {
       String(o.results?.files ?? '–'),
       String(c.tests ?? '–'),
       String(c.pass ?? '–'),
-      o.results ? String((c.fail ?? 0) + (c.cancelled ?? 0) + o.results.failed.filter((f) => f.failures.length === 0).length) : (o.problem ?? 'did not run'),
+      o.results ? String((c.fail ?? 0) + (c.cancelled ?? 0) + (o.results.code !== 0 && !c.fail && !c.cancelled ? 1 : 0)) : (o.problem ?? 'did not run'),
       String(c.skipped ?? '–'),
       seconds(o.ms),
     ]
