@@ -18,6 +18,8 @@ export type ReplicationFailure =
   | 'decode'
   /** The server refused the request for another reason (see the cause). */
   | 'server'
+  /** The first connection could not be opened (refused, authentication, TLS, ...): see the cause. */
+  | 'connection'
 
 /**
  * A replication stream failed for a reason that retrying will not fix.

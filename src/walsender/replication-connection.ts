@@ -1,5 +1,6 @@
 import { Lane } from '../lane/lane.js'
 import type { ConnectionConfig } from '../config/types.js'
+import { queryLost } from '../connection/closed-errors.js'
 import { CopyBothExchange, type CopyBothSink } from '../connection/copy-both.js'
 import { ArgumentError, ConnectionError, withCaller } from '../errors.js'
 import { LaneQueryable } from '../lane/lane-queryable.js'
@@ -91,14 +92,22 @@ export class ReplicationConnection {
     const replication = replicationConfig(config, mode)
     const defaults = { rowMode: 'object' as const, prepare: replication.prepare, queryTimeout: undefined, catalog, view: catalog.view(), trace: traceBase(replication, false) }
     const none = (): void => {}
-    const lane = new Lane({
+    // One server session, never reopened behind the caller's back: a walsender's
+    // state (a temporary slot, an exported snapshot, a stream under way) dies
+    // with its connection, so once the connection is lost the commands not yet
+    // answered fail, and so do later ones, at once. Whoever runs the commands
+    // (a ReplicationStream) opens a new connection and starts over.
+    const lane: Lane = new Lane({
       config: replication,
       defaults,
       backoff: { failures: 0, nextAttemptAt: 0 },
       reconnectMaxDelay: 5000,
       maxPending: Infinity,
       listeners: null,
-      events: { notice: none, notification: none, parameter: none, disconnect: none, close: none },
+      orphans: (reqs, err) => {
+        for (const req of reqs) req.fail(queryLost(err, false), false)
+      },
+      events: { notice: none, notification: none, parameter: none, disconnect: (err) => lane.destroy(err), close: none },
     })
     try {
       await lane.connect()

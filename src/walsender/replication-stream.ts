@@ -1,11 +1,12 @@
 import { EventEmitter } from 'node:events'
 import type { ConnectionConfig } from '../config/types.js'
 import type { CopyBothExchange } from '../connection/copy-both.js'
-import { AbortError, ArgumentError, ConnectionError, PgError, ProtocolError } from '../errors.js'
+import { AbortError, ArgumentError, ConnectionError, ProtocolError } from '../errors.js'
 import { decodePrimaryKeepalive, decodeXLogData, ReplicationMessage, writeStandbyStatusUpdate, type XLogDataHeader } from '../protocol/replication.js'
-import { classifyReplicationError, ReplicationError } from '../replication/errors.js'
+import { classifyReplicationError } from '../replication/errors.js'
 import { Lsn, lsnOf } from '../replication/lsn.js'
 import { ReplicationConnection } from './replication-connection.js'
+import { endingError, parseDuration, ReconnectPolicy } from './replication-retry.js'
 import type { TypeCatalog } from '../types/catalog.js'
 
 // The engine under subscribe() and replicate(): one replication connection at
@@ -32,7 +33,10 @@ export interface StreamOptions {
   signal?: AbortSignal
   /** Messages held for a slow consumer before reading from the server pauses. Default 1000. */
   highWaterMark?: number
-  /** Milliseconds between status updates sent on the stream's own initiative. Default 10000 (less when wal_sender_timeout is shorter). */
+  /**
+   * Milliseconds between status updates sent on the stream's own initiative. Default 10000 (less when wal_sender_timeout is shorter).
+   * A connection from which nothing comes for six intervals (5 s at least), although the updates ask for an answer, is taken for lost.
+   */
   statusInterval?: number
   /** Longest wait between reconnection attempts, in milliseconds. Default 5000. */
   reconnectMaxDelay?: number
@@ -66,9 +70,17 @@ export interface StreamDriver<T> {
   ended?(rows: (string | null)[][]): boolean
 }
 
-const BACKOFF_BASE_MS = 100
-/** A slot still held by the walsender of the lost connection is retried this long before it is an error. */
-const SLOT_IN_USE_RETRY_MS = 30_000
+/**
+ * A connection from which nothing came for this many status intervals (but
+ * never less than SILENCE_MIN_MS), not even the keepalives that status
+ * updates ask for after two intervals of silence, is taken for lost: a
+ * network that drops a connection without a word (a NAT or firewall timing
+ * it out, a host that vanished) would otherwise leave the stream waiting
+ * until TCP gave up, many minutes later, while the server ended its side long
+ * before (wal_sender_timeout).
+ */
+const SILENT_INTERVALS = 6
+const SILENCE_MIN_MS = 5000
 
 export class ReplicationStream<T> implements AsyncIterableIterator<T> {
   private readonly emitter = new EventEmitter()
@@ -91,9 +103,15 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
   private exchange: CopyBothExchange | null = null
   private timer: NodeJS.Timeout | null = null
   private readonly highWaterMark: number
-  private readonly reconnectMaxDelay: number
+  private readonly policy: ReconnectPolicy
   private statusInterval: number
   private readonly userInterval: boolean
+  /** Something came from the server since the last status timer tick. */
+  private heard = false
+  /** performance.now() since when nothing came (reading paused on purpose does not count). */
+  private silentSince = 0
+  /** Reading was paused for a slow consumer (see highWaterMark). */
+  private readingPaused = false
   private running: Promise<void> | null = null
   private started = false
   /** Streams started so far (CopyBothResponse received). */
@@ -115,7 +133,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     this.userInterval = options.statusInterval !== undefined
     const delay = options.reconnectMaxDelay ?? 5000
     if (typeof delay !== 'number' || !(delay >= 0)) throw new ArgumentError('reconnectMaxDelay must be a number of milliseconds')
-    this.reconnectMaxDelay = delay
+    this.policy = new ReconnectPolicy(delay)
     const signal = options.signal
     if (signal !== undefined) {
       if (signal.aborted) this.abort(signal.reason)
@@ -249,7 +267,12 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
       this.acks.splice(0, this.head)
       this.head = 0
     }
-    if (this.queue.length - this.head <= this.highWaterMark >> 1) this.exchange?.resume()
+    if (this.readingPaused && this.queue.length - this.head <= this.highWaterMark >> 1) {
+      this.readingPaused = false
+      // Silence while paused was the stream's own doing.
+      this.heard = true
+      this.exchange?.resume()
+    }
     return m
   }
 
@@ -294,8 +317,6 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
   }
 
   private async run(): Promise<void> {
-    let attempt = 0
-    let inUseSince = 0
     while (!this.closed) {
       let err: Error | null
       const before = this.streams
@@ -306,29 +327,18 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
       }
       if (this.closed) break
       if (err === null) continue
-      if (this.streams > before) {
-        attempt = 0
-        inUseSince = 0
-      }
+      if (this.streams > before) this.policy.streamed()
       const error = classifyReplicationError(err, undefined)
-      // Until a stream has run once, every failure is the caller's to see: wrong settings must not retry forever.
-      let retry = this.streams > 0 && isTransient(error)
-      if (error instanceof ReplicationError && error.reason === 'slot-in-use' && this.streams > 0) {
-        // The walsender of the lost connection may still hold the slot for a moment.
-        inUseSince ||= performance.now()
-        retry = performance.now() - inUseSince < SLOT_IN_USE_RETRY_MS
-      }
-      if (!retry) {
-        this.failure ??= error
+      const next = this.policy.next(error, this.streams > 0)
+      if (next === null) {
+        this.failure ??= endingError(error)
         this.ended = true
         this.settleWaiter()
         this.settleReady(this.failure)
         break
       }
-      attempt++
-      const delay = Math.min(this.reconnectMaxDelay, BACKOFF_BASE_MS * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2)
-      this.emit('reconnect', { error, attempt, delay })
-      await new Promise((r) => setTimeout(r, delay))
+      this.emit('reconnect', { error, attempt: next.attempt, delay: next.delay })
+      await new Promise((r) => setTimeout(r, next.delay))
     }
     this.stopTimer()
     this.settleReady(this.failure ?? new AbortError('the replication stream was closed before it started'))
@@ -341,6 +351,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     this.dropPartial()
     const conn = await ReplicationConnection.open(this.config, this.catalog, this.driver.mode)
     this.conn = conn
+    this.policy.connected(conn.processId)
     if (this.closed) {
       await conn.close()
       return new AbortError('closed')
@@ -348,7 +359,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     const from = this.received > this.acked ? this.received : this.acked
     let command: string
     try {
-      if (!this.userInterval) await this.fitInterval(conn)
+      await this.learnSenderTimeout(conn)
       command = await this.driver.start(conn, first && from.value === 0n ? null : from, first)
     } catch (err) {
       await conn.close()
@@ -359,6 +370,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
         started: (exchange) => {
           this.streams++
           this.exchange = exchange
+          this.readingPaused = false
           this.startTimer()
           this.settleReady(null)
           this.emit('connect', { processId: conn.processId, startLsn: from })
@@ -377,18 +389,22 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     })
   }
 
-  /** Keeps status updates well inside the server's wal_sender_timeout. */
-  private async fitInterval(conn: ReplicationConnection): Promise<void> {
+  /** The server's wal_sender_timeout: status updates go well inside it (unless the interval was given). */
+  private async learnSenderTimeout(conn: ReplicationConnection): Promise<void> {
+    let ms: number
     try {
       const [row] = await conn.command<{ wal_sender_timeout: string }>('SHOW wal_sender_timeout')
-      const ms = parseDuration(row?.wal_sender_timeout ?? '')
-      if (ms > 0) this.statusInterval = Math.max(100, Math.min(10_000, Math.floor(ms / 3)))
+      ms = parseDuration(row?.wal_sender_timeout ?? '')
     } catch {
-      // Not fatal: the default interval suits the default 60 s timeout.
+      // Not fatal: the defaults suit the default 60 s timeout (a lost connection fails the next command).
+      return
     }
+    this.policy.senderTimeout = ms
+    if (ms > 0 && !this.userInterval) this.statusInterval = Math.max(100, Math.min(10_000, Math.floor(ms / 3)))
   }
 
   private onData(buf: Uint8Array, start: number, end: number): void {
+    this.heard = true
     if (start >= end) throw new ProtocolError('server sent an empty CopyData message in a replication stream')
     const tag = buf[start]
     if (tag === ReplicationMessage.PrimaryKeepalive) {
@@ -416,12 +432,35 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     }
     this.queue.push(m)
     this.acks.push(ack)
-    if (this.queue.length - this.head >= this.highWaterMark) this.exchange?.pause()
+    if (this.queue.length - this.head >= this.highWaterMark && !this.readingPaused) {
+      this.readingPaused = true
+      this.exchange?.pause()
+    }
   }
 
   private startTimer(): void {
     this.stopTimer()
-    this.timer = setInterval(() => this.sendStatus(false), this.statusInterval)
+    this.heard = false
+    this.silentSince = performance.now()
+    this.timer = setInterval(() => this.tick(), this.statusInterval)
+  }
+
+  /** A status update, and the check that the server is still there. */
+  private tick(): void {
+    const now = performance.now()
+    if (this.heard || this.readingPaused) {
+      this.heard = false
+      this.silentSince = now
+    }
+    const silent = now - this.silentSince
+    if (silent >= Math.max(SILENCE_MIN_MS, SILENT_INTERVALS * this.statusInterval)) {
+      this.exchange?.destroy(
+        new ConnectionError('PG_CONNECTION_CLOSED', `nothing came from the server for ${Math.round(silent)} ms, not even the keepalives status updates asked for: the connection is taken for lost`),
+      )
+      return
+    }
+    // After two intervals of silence each update asks for an answer, which a live server sends at once.
+    this.sendStatus(silent >= 2 * this.statusInterval)
   }
 
   private stopTimer(): void {
@@ -436,25 +475,4 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     const now = BigInt(Date.now()) * 1000n
     ex.send((w) => writeStandbyStatusUpdate(w, pos, pos, pos, now, replyRequested))
   }
-}
-
-/** A connection problem (lost, refused, server restarting) rather than a refusal that retrying cannot fix. */
-function isTransient(err: Error): boolean {
-  if (err instanceof ReplicationError) return false
-  if (err instanceof ConnectionError) return true
-  if (err instanceof PgError) {
-    const cls = err.code.slice(0, 2)
-    // 57: operator intervention (shutdown, terminated, starting up); 08: connection exception; 53: too many connections.
-    return cls === '57' || cls === '08' || err.code === '53300'
-  }
-  return false
-}
-
-/** A GUC duration as SHOW prints it ('60s', '500ms', '1min', '0') in milliseconds. */
-function parseDuration(s: string): number {
-  const m = /^(\d+)\s*(ms|s|min|h|d)?$/.exec(s.trim())
-  if (m === null) return 0
-  const n = Number(m[1])
-  const unit = m[2] ?? 'ms'
-  return n * ({ ms: 1, s: 1000, min: 60_000, h: 3_600_000, d: 86_400_000 } as Record<string, number>)[unit]!
 }
