@@ -218,11 +218,25 @@ describe('failures, each named', () => {
     assert.match(err.message, /"no_such_publication"/)
   })
 
-  test('a slot dropped while the subscription runs', async () => {
+  test('a slot dropped while the subscription runs', { timeout: 60_000 }, async () => {
     const f = await fixture(db, 'id int PRIMARY KEY')
     const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication], reconnectMaxDelay: 200 })
     try {
-      await db.simpleQuery(`SELECT pg_terminate_backend(active_pid, 5000) FROM pg_replication_slots WHERE slot_name = '${f.slot}'; SELECT pg_drop_replication_slot('${f.slot}')`)
+      // The subscription reconnects at once, and its new walsender can take the
+      // slot again between the termination and the drop (55006 "is active for
+      // PID"): then both are tried again, for a bounded time.
+      const deadline = performance.now() + 20_000
+      for (let dropped = false; !dropped; ) {
+        try {
+          await db.simpleQuery(
+            `SELECT pg_terminate_backend(active_pid, 5000) FROM pg_replication_slots WHERE slot_name = '${f.slot}' AND active_pid IS NOT NULL; SELECT pg_drop_replication_slot('${f.slot}')`,
+          )
+          dropped = true
+        } catch (err) {
+          if (!(err instanceof PgError && err.code === '55006') || performance.now() > deadline) throw err
+          await sleep(10 + Math.random() * 40)
+        }
+      }
       const err = await rejection(reader.next())
       assert.ok(err instanceof ReplicationError && err.reason === 'slot-missing', String(err))
     } finally {
