@@ -204,6 +204,11 @@ export class Client extends Queryable {
     this.#lane.destroy(reason ?? new ConnectionError('PG_CONNECTION_ENDED', 'the client was destroyed'))
   }
 
+  /** `await using db = await connect(url)`: end() when the scope exits, the queries already issued finishing first. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.end()
+  }
+
   // --- state ------------------------------------------------------------------
 
   /** Server settings reported by the server (server_version, TimeZone, ...), kept current. */

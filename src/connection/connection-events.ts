@@ -9,6 +9,8 @@ export interface ConnectionEvents {
   parameterStatus?(name: string, value: string): void
   /** A query failed with this SQLSTATE (an ErrorResponse that does not end the connection). */
   queryError?(code: string): void
+  /** The last request in flight was answered and nothing waits to be written: the connection is idle. */
+  idle?(): void
   /**
    * The connection is gone. Requests that were in flight have been failed;
    * those never written are handed back in `unsent` for the owner to send

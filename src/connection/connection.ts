@@ -359,7 +359,10 @@ export class Connection implements MessageSink, RequestContext {
       if (keepsReads(head)) this.keepers--
       this.completedRequests++
       if (this.canceller !== null) this.canceller.completed(head)
-      if (this.state === State.Ending && this.inflight.length === 0 && this.pending.length === 0) this.terminate()
+      if (this.inflight.length === 0 && this.pending.length === 0) {
+        if (this.state === State.Ending) this.terminate()
+        else this.events.idle?.()
+      }
     }
   }
 

@@ -40,6 +40,8 @@ export interface LaneEvents {
   parameter(name: string, value: string): void
   /** A query failed with this SQLSTATE (the connection stays). */
   queryError?(code: string): void
+  /** The connection answered everything sent on it (a pool's lane: its idle time starts). */
+  idle?(): void
   /** The connection was lost (not by end() or destroy()). */
   disconnect(error: Error): void
   /** The lane was ended (`error` null) or destroyed and its connection, if any, is gone. */
@@ -148,6 +150,7 @@ export class Lane {
             },
             parameterStatus: (k, v) => events.parameter(k, v),
             queryError: (code) => events.queryError?.(code),
+            ...(events.idle !== undefined ? { idle: events.idle } : {}),
             close: (err, unsent) => this.onConnectionClosed(conn, err, unsent),
           })
         conn = await (active(connectChannel) ? traceConnect(this.config, open) : open())

@@ -1,4 +1,4 @@
-import { ArgumentError } from '../errors.js'
+import { ArgumentError, ConnectionError } from '../errors.js'
 import type { Notification } from '../protocol/backend.js'
 import { utf8Length } from '../protocol/utf8.js'
 import { quoteIdentifier } from '../query/sql-template.js'
@@ -10,6 +10,11 @@ export type NotificationHandler = (payload: string, notification: Notification) 
 export interface Listener {
   readonly channel: string
   unlisten(): Promise<void>
+  /**
+   * `await using l = await db.listen(...)`: unlisten() when the scope exits;
+   * on a connection already closed there is nothing left to unlisten.
+   */
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 /**
@@ -73,17 +78,22 @@ export class Listeners {
       throw err
     }
     let active = true
+    const unlisten = async (): Promise<void> => {
+      if (!active) return
+      active = false
+      set.delete(entry)
+      if (set.size === 0 && this.channels.get(channel) === set) {
+        this.forget(channel)
+        await this.run(`UNLISTEN ${quoteIdentifier(channel)}`)
+      }
+    }
     return {
       channel,
-      unlisten: async () => {
-        if (!active) return
-        active = false
-        set.delete(entry)
-        if (set.size === 0 && this.channels.get(channel) === set) {
-          this.forget(channel)
-          await this.run(`UNLISTEN ${quoteIdentifier(channel)}`)
-        }
-      },
+      unlisten,
+      // The server forgets a closed session's LISTENs: an UNLISTEN refused for a closed connection has nothing left to do.
+      [Symbol.asyncDispose]: () => unlisten().catch((err: unknown) => {
+        if (!(err instanceof ConnectionError)) throw err
+      }),
     }
   }
 

@@ -1,7 +1,7 @@
 import type { ClientOptions } from '../queryable/client-options.js'
 import { clientKeys } from '../queryable/client-options.js'
 import type { Request } from '../connection/request.js'
-import type { PgNotice } from '../errors.js'
+import { ArgumentError, type PgNotice } from '../errors.js'
 import type { HostChange } from './cluster.js'
 import { hookKeys, type PoolHooks } from './hooks.js'
 import type { HostInfo, ReplicationLag } from './hosts.js'
@@ -12,6 +12,13 @@ import type { PoolLane, RouteNeed } from './routing.js'
 export interface PoolOptions extends ClientOptions, PoolHooks {
   /** Most connections open at once (default 10). */
   max?: number
+  /**
+   * Connections kept open once the pool is first used (default 0): opened
+   * then, opened again when lost or past their lifetime, never closed for
+   * being idle, never more than `max`. Each holds a server backend (memory,
+   * a slot of max_connections) for as long as the pool lives.
+   */
+  min?: number
   /** Milliseconds a connection may stay unused before it is closed (default 30000; 0: never). */
   idleTimeout?: number
   /** Milliseconds after which a connection is replaced, give or take 10% (default 1800000; 0: never). */
@@ -33,10 +40,33 @@ export interface PoolOptions extends ClientOptions, PoolHooks {
   failoverTimeout?: number
 }
 
-export const poolKeys = [...clientKeys, ...hookKeys, 'max', 'idleTimeout', 'maxLifetime', 'readOnly', 'maxReplicationLag', 'hostCheckInterval', 'failoverTimeout'] as const
+export const poolKeys = [...clientKeys, ...hookKeys, 'max', 'min', 'idleTimeout', 'maxLifetime', 'readOnly', 'maxReplicationLag', 'hostCheckInterval', 'failoverTimeout'] as const
+
+/** A pool's own settings, resolved (pool.options). */
+export interface PoolSettings {
+  readonly max: number
+  readonly min: number
+  readonly idleTimeout: number
+  readonly maxLifetime: number
+  /** idleTimeout under node-postgres's name, read by tools that look after pools (Vercel's attachDatabasePool). */
+  readonly idleTimeoutMillis: number
+}
+
+/** `min` checked against `max`. */
+export function checkMin(min: unknown, max: number): number {
+  if (min === undefined) return 0
+  if (typeof min !== 'number' || !Number.isInteger(min) || min < 0) throw new ArgumentError(`min must be a non-negative integer, got ${String(min)}`)
+  if (min > max) throw new ArgumentError(`min (${min}) cannot be above max (${max}): raise max or lower min`)
+  return min
+}
 
 export interface PoolEvents {
   notice: [notice: PgNotice]
+  /**
+   * A connection went back to the pool, idle: its queries all answered, or
+   * its reservation released (`reservation` true). Its idle timeout starts then.
+   */
+  release: [reservation: boolean]
   /** On several hosts: a host changed role, went down or came back, fell behind or caught up. */
   host: [host: HostInfo, change: HostChange]
 }
@@ -108,17 +138,6 @@ export class PoolQueue {
   failAll(err: Error): void {
     for (const w of this.reservations.splice(0)) w.give(err)
     for (const w of this.requests.splice(0)) w.req.fail(err, false)
-  }
-}
-
-/** Closes connections idle too long, and retires those past their lifetime. */
-export function sweep(lanes: readonly PoolLane[], idleTimeout: number, close: (l: PoolLane) => void): void {
-  const now = performance.now()
-  for (const l of [...lanes]) {
-    if (l.reserved !== null || l.closing) continue
-    if (now >= l.expiresAt) l.retiring = true
-    const idle = l.lane.pendingQueries === 0
-    if (idle && (l.retiring || (idleTimeout > 0 && now - l.lastUsed >= idleTimeout))) close(l)
   }
 }
 

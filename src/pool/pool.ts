@@ -13,7 +13,9 @@ import { clusterOf, type Cluster } from './cluster.js'
 import { hookSteps, type HookSteps } from './hooks.js'
 import { Lsn } from '../replication/lsn.js'
 import { checkHost, singleHost, type HostInfo, type HostState } from './hosts.js'
-import { PoolQueue, poolKeys, spareLane, sweep, type PoolEvents, type PoolOptions } from './options.js'
+import { checkMin, PoolQueue, poolKeys, spareLane, type PoolEvents, type PoolOptions, type PoolSettings } from './options.js'
+import { Upkeep } from './upkeep.js'
+import { makePoolLane, type PoolLaneSettings } from './pool-lane.js'
 import { exclusive, leastOutstanding, plain, type PoolLane, type PoolRouting, type RouteNeed } from './routing.js'
 import { checkOptionKeys, checkRoute, Queryable, reserveOptionKeys, type QueryDefaults, type RouteOptions } from '../queryable/queryable.js'
 import { beginReserved, ReservedClient, startReserved, type Reservation } from './reserved-client.js'
@@ -25,7 +27,7 @@ import type { TypeCatalog } from '../types/catalog.js'
 import type { CustomType } from '../types/custom.js'
 
 export { ReservedClient }
-export type { PoolEvents, PoolOptions }
+export type { PoolEvents, PoolOptions, PoolSettings }
 
 /**
  * pool/'s main file. A pool of pipelined connections. Queries are spread over the connections by
@@ -37,8 +39,10 @@ export type { PoolEvents, PoolOptions }
 export class Pool extends Queryable {
   readonly config: ConnectionConfig
   readonly max: number
-  readonly #idleTimeout: number
-  readonly #maxLifetime: number
+  /** The pool's own settings, resolved (idleTimeoutMillis too, for tools that look after node-postgres pools). */
+  readonly options: PoolSettings
+  readonly #upkeep: Upkeep
+  readonly #laneSettings: PoolLaneSettings
   readonly #checked: CheckedClientOptions
   readonly #onNotice: ((n: PgNotice) => void) | undefined
   readonly #catalog: TypeCatalog
@@ -52,7 +56,6 @@ export class Pool extends Queryable {
   readonly #waiting = new PoolQueue()
   /** The connection that listens: outside the pool's lanes, reconnecting and listening again by itself. */
   #notifier: { lane: Lane; listeners: Listeners } | null = null
-  #sweeper: NodeJS.Timeout | null = null
   #ended: Promise<void> | null = null
   #destroyed: Error | null = null
   readonly #emitter = new EventEmitter()
@@ -70,8 +73,16 @@ export class Pool extends Queryable {
     const max = opts.max ?? 10
     if (!Number.isInteger(max) || max < 1) throw new ArgumentError('max must be a positive integer')
     this.max = max
-    this.#idleTimeout = nonNegative(opts.idleTimeout, 30_000, 'idleTimeout')
-    this.#maxLifetime = nonNegative(opts.maxLifetime, 1_800_000, 'maxLifetime')
+    const idleTimeout = nonNegative(opts.idleTimeout, 30_000, 'idleTimeout')
+    const settings = { max, min: checkMin(opts.min, max), idleTimeout, maxLifetime: nonNegative(opts.maxLifetime, 1_800_000, 'maxLifetime') }
+    this.options = Object.freeze({ ...settings, idleTimeoutMillis: idleTimeout })
+    this.#upkeep = new Upkeep(settings, {
+      lanes: this.#lanes,
+      backoff: this.#backoff,
+      stopped: () => this.#ended !== null || this.#destroyed !== null,
+      open: () => void this.#open(null).lane.connect().catch(noop),
+      close: (l) => this.#close(l),
+    })
     this.#cluster = clusterOf(this.config, opts, this.#clusterOwner())
     this.#hooks = hookSteps(opts)
     this.#routing = this.#cluster ?? leastOutstanding
@@ -79,6 +90,21 @@ export class Pool extends Queryable {
     this.#onNotice = opts.onNotice
     this.#catalog = this.#checked.catalog
     this.#defaults = this.#checked.defaults
+    this.#laneSettings = {
+      config: this.config,
+      defaults: this.#defaults,
+      backoff: this.#backoff,
+      reconnectMaxDelay: this.#checked.reconnectMaxDelay,
+      maxPending: this.#checked.maxPending,
+      cluster: this.#cluster,
+      onConnect: this.#hooks.connect,
+      notice: (n, own) => {
+        this.#onNotice?.(n)
+        if (own) this.#emitter.emit('notice', n)
+      },
+      orphaned: (entry, reqs, err, afterLoss) => this.#orphaned(entry, reqs, err, afterLoss),
+      idle: (entry) => this.#idle(entry),
+    }
     exposeInternals(this, { emitter: this.#emitter, lanes: () => [...this.#lanes.map((l) => l.lane), ...(this.#notifier === null ? [] : [this.#notifier.lane])] })
   }
 
@@ -104,56 +130,22 @@ export class Pool extends Queryable {
 
   // --- connections --------------------------------------------------------------
 
-  /**
-   * A lane with the pool's settings. The pool's own lanes hand their unsent
-   * requests back (`orphans`) and forward notices to the pool's listeners;
-   * the listening lane does neither, as a lone client.
-   */
-  #makeLane(listeners: Listeners | null, own?: { host: HostState | null; entry: () => PoolLane }): Lane {
-    const none = (): void => {}
-    const cluster = own?.host == null ? null : this.#cluster
-    const entry = own?.entry
-    return new Lane({
-      config: own?.host?.config ?? this.config,
-      // A session of its own per connection, as a Client has.
-      defaults: { ...this.#defaults, view: this.#catalog.view() },
-      backoff: this.#backoff,
-      reconnectMaxDelay: this.#checked.reconnectMaxDelay,
-      maxPending: this.#checked.maxPending,
-      listeners,
-      events: {
-        notice: (n) =>
-          safely(() => {
-            this.#onNotice?.(n)
-            if (own !== undefined) this.#emitter.emit('notice', n)
-          }),
-        notification: none,
-        parameter: cluster === null ? none : (name) => cluster.parameter(entry!(), name),
-        queryError: cluster === null ? none : (code) => code === '25006' && cluster.readOnlyRefusal(entry!()),
-        disconnect: none,
-        close: none,
-      },
-      ...(entry !== undefined ? { orphans: (reqs: Request[], err: Error, afterLoss: boolean) => this.#orphaned(entry(), reqs, err, afterLoss) } : {}),
-      ...(entry !== undefined && this.#hooks.connect !== undefined ? { onConnect: this.#hooks.connect } : {}),
-    })
-  }
-
   /** A new connection: to the pool's hosts as its settings say, or to `host` for routing by role (opened at once, used once ready). */
   #open(host: HostState | null): PoolLane {
     const now = performance.now()
-    const lane = this.#makeLane(null, { host, entry: () => entry })
+    const lane = makePoolLane(this.#laneSettings, null, { host, entry: () => entry })
     const entry: PoolLane = {
       host,
       lane,
       reserved: null,
       lastUsed: now,
       // Jitter, so that connections opened together are not all replaced together.
-      expiresAt: this.#maxLifetime > 0 ? now + this.#maxLifetime * (0.9 + Math.random() * 0.1) : Infinity,
+      expiresAt: this.options.maxLifetime > 0 ? now + this.options.maxLifetime * (0.9 + Math.random() * 0.1) : Infinity,
       retiring: false,
       closing: false,
     }
     this.#lanes.push(entry)
-    this.#startSweeper()
+    this.#upkeep.schedule()
     // A failed connect is reported through #orphaned, which forgets the lane.
     if (host !== null) lane.connect().then(() => this.#cluster!.connected(entry), noop)
     return entry
@@ -179,6 +171,14 @@ export class Pool extends Queryable {
     }
     // A reserved lane leaves room the reservation no longer uses.
     if (entry.reserved !== null) this.#retry()
+    this.#upkeep.warm()
+  }
+
+  /** A connection of the pool answered all its queries: idle from now (a reservation's lane is idle once given back). */
+  #idle(entry: PoolLane): void {
+    if (entry.reserved !== null || entry.closing) return
+    this.#upkeep.idle(entry)
+    if (this.#emitter.listenerCount('release') > 0) safely(() => this.#emitter.emit('release', false))
   }
 
   #remove(entry: PoolLane): void {
@@ -226,6 +226,7 @@ export class Pool extends Queryable {
     }
     entry.lastUsed = performance.now()
     entry.lane.send(req, null)
+    this.#upkeep.used()
   }
 
   /** Hosts changed (a role learned, a connection ready, a backoff over): what waits tries again. */
@@ -308,6 +309,7 @@ export class Pool extends Queryable {
   #reserveLane(token: object, need: RouteNeed): Promise<PoolLane> {
     if (this.#ended !== null || this.#destroyed !== null) return Promise.reject(this.#closedError())
     const chosen = this.#route(need)
+    this.#upkeep.used()
     if (chosen !== undefined) {
       chosen.reserved = token
       return Promise.resolve(chosen)
@@ -320,7 +322,8 @@ export class Pool extends Queryable {
     if (entry.reserved !== token) return
     entry.lane.release(token)
     entry.reserved = null
-    entry.lastUsed = performance.now()
+    this.#upkeep.idle(entry)
+    if (this.#emitter.listenerCount('release') > 0) safely(() => this.#emitter.emit('release', true))
     // A lane closed or lost meanwhile is no longer the pool's: what waits gets another.
     if (this.#cluster !== null || entry.closing) return this.#retry()
     const next = this.#waiting.reservations.shift()
@@ -365,7 +368,7 @@ export class Pool extends Queryable {
       // Without orphans: like a lone client, it reconnects by itself and listens again after a lost connection.
       let queries: LaneQueryable | null = null
       const listeners = new Listeners((sql) => queries!.query(sql).then(() => undefined))
-      const lane = this.#makeLane(listeners)
+      const lane = makePoolLane(this.#laneSettings, listeners)
       queries = new LaneQueryable(lane, this.#defaults)
       this.#notifier = { lane, listeners }
     }
@@ -378,16 +381,6 @@ export class Pool extends Queryable {
   }
 
   // --- upkeep and shutdown ----------------------------------------------------
-
-  #startSweeper(): void {
-    if (this.#sweeper !== null) return
-    const limits = [this.#idleTimeout, this.#maxLifetime].filter((t) => t > 0)
-    if (limits.length === 0) return
-    const every = Math.max(50, Math.min(1000, Math.min(...limits) / 4))
-    this.#sweeper = setInterval(() => sweep(this.#lanes, this.#idleTimeout, (l) => this.#close(l)), every)
-    // Upkeep alone must not keep the process alive.
-    this.#sweeper.unref()
-  }
 
   /** Closes a connection; with `token`, a reserved one a hook failed on, and what waits for a connection tries again. */
   #close(l: PoolLane, token?: object): void {
@@ -407,7 +400,7 @@ export class Pool extends Queryable {
   end(): Promise<void> {
     if (this.#ended !== null) return this.#ended
     this.#ended = (async () => {
-      if (this.#sweeper !== null) clearInterval(this.#sweeper)
+      this.#upkeep.stop()
       this.#cluster?.stop()
       this.#waiting.failAll(this.#closedError())
       const lanes = this.#lanes.map((l) => l.lane)
@@ -418,11 +411,16 @@ export class Pool extends Queryable {
     return this.#ended
   }
 
+  /** `await using pool = createPool(...)`: end() when the scope exits. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.end()
+  }
+
   /** Closes everything at once; every pending query is rejected. */
   destroy(reason?: Error): void {
     const err = reason ?? new ConnectionError('PG_CONNECTION_ENDED', 'the pool was destroyed')
     this.#destroyed = err
-    if (this.#sweeper !== null) clearInterval(this.#sweeper)
+    this.#upkeep.stop()
     this.#cluster?.stop()
     this.#waiting.failAll(err)
     for (const l of this.#lanes.splice(0)) l.lane.destroy(err)

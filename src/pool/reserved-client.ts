@@ -138,6 +138,11 @@ export class ReservedClient extends Queryable {
     this.#released = true
     this.#reservation.giveBack()
   }
+
+  /** `await using conn = await pool.reserve()`: release() when the scope exits (rejecting as release() does when a hook fails). */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release()
+  }
 }
 
 /** How Pool.begin() and Pool.startTransaction() take a connection: the pool's reserve(). */

@@ -110,6 +110,11 @@ export class Cursor<R = Row> implements AsyncIterable<R[]> {
     await req.promise.then(noop, noop)
   }
 
+  /** `await using cursor = db.cursor(...)`: close() when the scope exits. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
+  }
+
   [Symbol.asyncIterator](): AsyncIterator<R[]> {
     return {
       next: async () => {

@@ -114,6 +114,16 @@ export class RowStream<R = Row> implements AsyncIterable<R>, AsyncIterator<R> {
     return Promise.resolve({ value: undefined, done: true })
   }
 
+  /**
+   * `await using rows = db.stream(...)`: as return() (a query still running
+   * is cancelled), resolving once the query has ended on its connection.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    const sent = this.state !== State.Idle ? this.source.req : null
+    await this.return()
+    await sent?.promise.then(noop, noop)
+  }
+
   throw(err?: unknown): Promise<IteratorResult<R>> {
     void err
     return this.return()

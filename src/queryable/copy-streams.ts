@@ -89,6 +89,17 @@ export class CopyInStream extends Writable {
     if (!this.req.finished) this.req.abort(abortReason(error, 'the COPY stream was destroyed before it was ended'))
     callback(error)
   }
+
+  /**
+   * `await using copy = db.copyFrom(...)`: a COPY not ended by the scope is
+   * destroyed (CopyFail: the server rolls it back); one ended is waited for.
+   * Resolves once the server has settled the COPY, so its connection is free;
+   * its outcome is `result`'s to tell.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (!this.writableEnded && !this.destroyed) this.destroy(new AbortError('the COPY stream was disposed before it was ended'))
+    await this.req.promise.then(noop, noop)
+  }
 }
 
 /**
@@ -146,6 +157,15 @@ export class CopyOutStream extends Readable {
 
   override _read(): void {
     this.resume_()
+  }
+
+  /**
+   * `await using out = db.copyTo(...)`: a COPY not read to its end is
+   * cancelled (as by destroy()); resolves once it has settled on the server.
+   */
+  override async [Symbol.asyncDispose](): Promise<void> {
+    if (!this.readableEnded && !this.destroyed) this.destroy(new AbortError('the COPY stream was disposed before its end'))
+    await this.req?.promise.then(noop, noop)
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {

@@ -208,6 +208,11 @@ export class ReplicationConnection {
   end(): Promise<void> {
     return this.#queries.lane.end()
   }
+
+  /** `await using conn = await connectReplication(...)`: end() when the scope exits (a temporary slot goes with the session). */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.end()
+  }
 }
 
 /**

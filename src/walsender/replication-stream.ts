@@ -248,6 +248,12 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     await this.conn?.end().catch(() => undefined)
   }
 
+  /** `await using sub = db.subscribe(...)`: close() when the scope exits (the last message handed out is not acknowledged). */
+  [Symbol.asyncDispose](): Promise<void> {
+    this.pendingAck = null
+    return this.close()
+  }
+
   private abort(reason: unknown): void {
     this.failure ??= reason instanceof Error ? reason : new AbortError('the replication stream was aborted')
     // An abort stops at once: what was received and not handed out is dropped (and was never acknowledged).

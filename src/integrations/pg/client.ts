@@ -161,6 +161,11 @@ export class Client extends EventEmitter {
     return this.ended
   }
 
+  /** `await using client = new Client(...)`: end() when the scope exits, unless it was ended already. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.ended ?? this.end()
+  }
+
   setTypeParser(oid: number, format: TypeFormat | TextParser, parser?: TextParser): void {
     this.overrides.setTypeParser(oid, format, parser)
   }

@@ -68,6 +68,12 @@ export class PoolClient extends EventEmitter {
     this.pool.released(this, err)
   }
 
+  /** `await using client = await pool.connect()`: release() when the scope exits, unless released already. */
+  [Symbol.asyncDispose](): Promise<void> {
+    if (this.reserved !== null) this.release()
+    return Promise.resolve()
+  }
+
   /** pg closes a checked-out client this way; here it goes back to the pool (see release). */
   end(callback?: (err?: Error) => void): Promise<void> | undefined {
     if (this.reserved !== null) this.release(true)
@@ -129,10 +135,24 @@ export class Pool extends EventEmitter {
     this.core = new CorePool({
       ...mapped.options,
       max,
+      ...(c.min !== undefined ? { min: c.min } : {}),
       idleTimeout: idleTimeoutMillis,
       maxLifetime: typeof c.maxLifetimeSeconds === 'number' ? c.maxLifetimeSeconds * 1000 : 0,
     })
     this.core.on('notice', (n: PgNotice) => this.emit('notice', toPgNotice(n)))
+    // pool.query() checks nothing out, but listeners of 'release' (Vercel's
+    // attachDatabasePool) learn from it when the pool's connections go idle:
+    // they hear it too when a query leaves its connection idle. Asked of the
+    // core pool only once somebody listens.
+    const forward = (reservation: boolean): void => {
+      if (!reservation) this.emit('release', undefined, undefined)
+    }
+    this.on('newListener', (event: string | symbol) => {
+      if (event === 'release' && this.listenerCount('release') === 0) this.core.on('release', forward)
+    })
+    this.on('removeListener', (event: string | symbol) => {
+      if (event === 'release' && this.listenerCount('release') === 0) this.core.off('release', forward)
+    })
   }
 
   get totalCount(): number {
@@ -228,6 +248,11 @@ export class Pool extends EventEmitter {
       this.clients.delete(client.processID)
       this.emit('remove', client)
     }
+  }
+
+  /** `await using pool = new Pool(...)`: end() when the scope exits, unless it was ended already. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.endPromise ?? this.end()
   }
 
   end(): Promise<void>
