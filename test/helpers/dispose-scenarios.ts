@@ -80,9 +80,9 @@ export async function disposeScenarios(lib: Lib, pg: PgLib, url: string): Promis
       await using pool = createPool({ connectionString: url, max: 3 })
       {
         await using reserved = await pool.reserve()
+        await reserved.query('BEGIN')
         pid = reserved.processId
         pids.push(pid)
-        await reserved.query('BEGIN')
         await reserved.query(`INSERT INTO ${table} VALUES (1)`)
       }
       // Released: the pool has it back, its transaction rolled back.
@@ -131,7 +131,7 @@ export async function disposeScenarios(lib: Lib, pg: PgLib, url: string): Promis
       report.cursorThrew = await throws(async () => {
         await using cursor = db.cursor<{ n: number }>('SELECT n FROM generate_series(1, 100000) AS n', [], { batchSize: 10 })
         await cursor.read()
-        // The portal is open: the session is inside its transaction.
+        // The portal is open: the session's extended query is under way (no Sync yet).
         report.cursorOpenState = await backend(pid)
         throw new Boom()
       })

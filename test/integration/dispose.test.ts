@@ -48,7 +48,7 @@ function check(report: DisposeReport): void {
     txRolledBack: true,
     txCommittedKept: true,
     cursorThrew: true,
-    cursorOpenState: 'idle in transaction',
+    cursorOpenState: 'active',
     cursorClosedState: 'idle',
     cursorClosedNormally: 'idle',
     streamThrew: true,

@@ -26,6 +26,8 @@ type ConnectCallback = (err: Error | undefined, client?: PoolClient, done?: (rel
 export class PoolClient extends EventEmitter {
   /** The reservation while checked out. */
   reserved: ReservedClient | null = null
+  /** The last release() under way: the pool's clean-up (a ROLLBACK, its hooks) of the connection. */
+  private releasing: Promise<void> = Promise.resolve()
   readonly session: Session
   private readonly overrides: TypeOverrides
 
@@ -64,14 +66,17 @@ export class PoolClient extends EventEmitter {
     if (r === null) throw new Error('Release called on client which has already been released to the pool.')
     this.reserved = null
     this.session.reset()
-    void r.release()
+    this.releasing = r.release().catch(() => undefined)
     this.pool.released(this, err)
   }
 
-  /** `await using client = await pool.connect()`: release() when the scope exits, unless released already. */
+  /**
+   * `await using client = await pool.connect()`: release() when the scope
+   * exits, unless released already; resolves once the pool has it back.
+   */
   [Symbol.asyncDispose](): Promise<void> {
     if (this.reserved !== null) this.release()
-    return Promise.resolve()
+    return this.releasing
   }
 
   /** pg closes a checked-out client this way; here it goes back to the pool (see release). */
