@@ -152,6 +152,7 @@ async function attempt(
     notification: (n) => events.notification?.(n),
     parameterStatus: (k, v) => events.parameterStatus?.(k, v),
     queryError: (code) => events.queryError?.(code),
+    ...(events.idle !== undefined ? { idle: () => { if (ready) events.idle!() } } : {}),
     // A failed attempt is not a closed connection as far as the owner knows.
     close: (err, unsent) => {
       if (ready) events.close?.(err, unsent)

@@ -59,8 +59,9 @@ export class Upkeep {
   /** A connection went back to being idle (its queries answered, its reservation released). */
   idle(l: PoolLane): void {
     l.lastUsed = performance.now()
-    // Its idle timeout is later than anything the timer is set for, which sets it again when it fires.
+    const { idleTimeout, min } = this.settings
     if (l.retiring) this.#arm(0)
+    else if (idleTimeout > 0 && this.owner.lanes.length > min) this.#arm(idleTimeout)
     else if (this.#timer === null) this.schedule()
   }
 
