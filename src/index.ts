@@ -3,7 +3,7 @@
 
 export { Client, connect } from './client.js'
 export { Pool, createPool, ReservedClient } from './pool/pool.js'
-export type { PoolOptions, PoolEvents } from './pool/pool.js'
+export type { PoolOptions, PoolEvents, PoolSettings } from './pool/pool.js'
 export type { HostInfo, HostRole, ReplicationLag } from './pool/hosts.js'
 export type { HostChange } from './pool/cluster.js'
 export type { PoolHooks } from './pool/hooks.js'

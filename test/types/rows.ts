@@ -3,7 +3,7 @@
 // misuse is a compile error (each `@ts-expect-error` fails the build if the
 // line below it compiles).
 
-import { createPool, type Client, type Cursor, type Result, type Row, type RowStream, type StartedTransaction, type Transaction, type TransactionState } from '../../src/index.js'
+import { connect, createPool, type Client, type Cursor, type Result, type Row, type RowStream, type StartedTransaction, type Transaction, type TransactionState } from '../../src/index.js'
 
 interface User {
   id: number
@@ -92,6 +92,25 @@ export async function rows(db: Client): Promise<void> {
     void db.startTransaction({ retry: { attempts: 3 } })
     // @ts-expect-error: startTransaction() takes options, not a function
     void reserved.startTransaction(async () => 1)
+  }
+
+  // `await using` on everything that is opened; no synchronous `using`, since closing talks to the server.
+  {
+    await using scopedPool = createPool({ min: 1 })
+    expectType<number>(scopedPool.options.idleTimeoutMillis)
+    await using scopedDb = await connect()
+    await using conn = await scopedPool.reserve()
+    await using cursor = conn.cursor<User>('SELECT 1')
+    await using rows = scopedDb.stream<User>('SELECT 1')
+    await using listener = await scopedDb.listen('events', () => {})
+    await using copy = scopedDb.copyFrom('COPY t FROM STDIN')
+    expectType<User[]>(await cursor.read())
+    void rows
+    void listener
+    void copy
+    // @ts-expect-error: disposal is asynchronous
+    using notSync = scopedPool
+    void notSync
   }
 
   // simpleQuery<T>(): one typed result per statement.
