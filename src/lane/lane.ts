@@ -245,8 +245,7 @@ export class Lane {
     backOff(this.settings.backoff, this.settings.reconnectMaxDelay)
     this.closeError = err
     if (this.state !== State.Closed) this.state = State.Idle
-    const waiting = this.waiting
-    this.waiting = []
+    const waiting = this.waiting.splice(0)
     const orphans = this.settings.orphans
     if (orphans !== undefined) {
       const mine = waiting.filter((req) => this.owners.get(req) === undefined)
