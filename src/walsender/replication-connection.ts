@@ -8,6 +8,7 @@ import { traceBase } from '../queryable/tracing.js'
 import { Lsn } from '../replication/lsn.js'
 import { TypeCatalog } from '../types/catalog.js'
 import { resolveConfig, type ConnectOptions } from '../config/index.js'
+import { REPLICATION_SINCE, requireSince, shortVersion } from './server-support.js'
 
 // A replication (walsender) connection and its commands. The walsender takes
 // only the simple protocol: replication commands, and with
@@ -112,6 +113,8 @@ export class ReplicationConnection {
     try {
       await lane.connect()
     } catch (err) {
+      // Nothing of a connection that never opened may linger (a timer, a half-open socket).
+      lane.destroy(err as Error)
       throw withCaller(err)
     }
     return new ReplicationConnection(new LaneQueryable(lane, defaults), mode)
@@ -120,6 +123,16 @@ export class ReplicationConnection {
   /** The server's major version (from server_version). */
   get serverMajor(): number {
     return Number.parseInt(this.#queries.lane.serverParameters.server_version ?? '0', 10)
+  }
+
+  /** The server's version as people write it ('13.23', '18.4'). */
+  get serverVersion(): string {
+    return shortVersion(this.#queries.lane.serverParameters.server_version)
+  }
+
+  /** Refuses what the server's major is too old for, before anything is sent. */
+  #requireSince(what: string, since: number): void {
+    requireSince(what, since, this.serverMajor, this.#queries.lane.serverParameters.server_version)
   }
 
   /** The walsender's process id (for pg_terminate_backend, pg_stat_replication). */
@@ -145,17 +158,7 @@ export class ReplicationConnection {
 
   async createSlot(name: string, options: CreateSlotOptions = {}): Promise<CreatedSlot> {
     checkSlotName(name)
-    const temporary = options.temporary === true ? ' TEMPORARY' : ''
-    let text: string
-    if (options.plugin !== undefined) {
-      if (typeof options.plugin !== 'string' || !/^[A-Za-z0-9_]+$/.test(options.plugin)) throw new ArgumentError(`plugin must be an output plugin name, got ${JSON.stringify(options.plugin)}`)
-      const opts = [`SNAPSHOT ${quoteLiteral(options.snapshot ?? 'nothing')}`]
-      if (options.twoPhase === true) opts.push('TWO_PHASE true')
-      text = `CREATE_REPLICATION_SLOT ${name}${temporary} LOGICAL ${options.plugin} (${opts.join(', ')})`
-    } else {
-      text = `CREATE_REPLICATION_SLOT ${name}${temporary} PHYSICAL${options.reserveWal === false ? '' : ' (RESERVE_WAL true)'}`
-    }
-    const [r] = await this.command<{ slot_name: string; consistent_point: string | null; snapshot_name: string | null; output_plugin: string | null }>(text)
+    const [r] = await this.command<{ slot_name: string; consistent_point: string | null; snapshot_name: string | null; output_plugin: string | null }>(this.createSlotCommand(name, options))
     if (r === undefined) throw new ArgumentError('CREATE_REPLICATION_SLOT returned no row')
     return {
       slotName: r.slot_name,
@@ -163,6 +166,27 @@ export class ReplicationConnection {
       snapshotName: r.snapshot_name,
       outputPlugin: r.output_plugin,
     }
+  }
+
+  /** CREATE_REPLICATION_SLOT in the server's own form: an option list from PostgreSQL 15, bare keywords before. */
+  private createSlotCommand(name: string, options: CreateSlotOptions): string {
+    const temporary = options.temporary === true ? ' TEMPORARY' : ''
+    const list = this.serverMajor >= REPLICATION_SINCE.slotOptionList
+    if (options.plugin !== undefined) {
+      if (typeof options.plugin !== 'string' || !/^[A-Za-z0-9_]+$/.test(options.plugin)) throw new ArgumentError(`plugin must be an output plugin name, got ${JSON.stringify(options.plugin)}`)
+      const snapshot = options.snapshot ?? 'nothing'
+      if (snapshot !== 'nothing' && snapshot !== 'export' && snapshot !== 'use') throw new ArgumentError(`snapshot must be 'nothing', 'export' or 'use', got ${JSON.stringify(snapshot)}`)
+      if (options.twoPhase === true) this.#requireSince('twoPhase: true', REPLICATION_SINCE.twoPhase)
+      const head = `CREATE_REPLICATION_SLOT ${name}${temporary} LOGICAL ${options.plugin}`
+      if (!list) return `${head} ${{ nothing: 'NOEXPORT_SNAPSHOT', export: 'EXPORT_SNAPSHOT', use: 'USE_SNAPSHOT' }[snapshot]}`
+      const opts = [`SNAPSHOT ${quoteLiteral(snapshot)}`]
+      if (options.twoPhase === true) opts.push('TWO_PHASE true')
+      return `${head} (${opts.join(', ')})`
+    }
+    if (options.twoPhase === true || options.snapshot !== undefined) throw new ArgumentError('twoPhase and snapshot are for logical slots (give plugin)')
+    const reserve = options.reserveWal !== false
+    const head = `CREATE_REPLICATION_SLOT ${name}${temporary} PHYSICAL`
+    return reserve ? (list ? `${head} (RESERVE_WAL true)` : `${head} RESERVE_WAL`) : head
   }
 
   /** Drops a slot; with `wait`, waits until a connection using it lets go instead of failing. */
@@ -174,6 +198,7 @@ export class ReplicationConnection {
   /** READ_REPLICATION_SLOT (PostgreSQL 15+; physical slots): nulls when the slot does not exist. */
   async readSlot(name: string): Promise<ReadSlot> {
     checkSlotName(name)
+    this.#requireSince('readSlot()', REPLICATION_SINCE.readSlot)
     const [r] = await this.command<{ slot_type: string | null; restart_lsn: string | null; restart_tli: number | bigint | null }>(`READ_REPLICATION_SLOT ${name}`)
     return {
       slotType: r?.slot_type ?? null,

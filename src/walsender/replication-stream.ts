@@ -52,6 +52,8 @@ export interface StreamEvents {
 /** What a kind of stream decides: how to start, how to decode, what to acknowledge. */
 export interface StreamDriver<T> {
   mode: 'database' | 'physical'
+  /** Refuses what the server cannot do (an option of a later version), before anything is sent on the new connection. */
+  check?(conn: ReplicationConnection): void
   /** Prepares the slot and returns the START_REPLICATION command for a start at `from` (null: the slot's confirmed position). */
   start(conn: ReplicationConnection, from: Lsn | null, first: boolean): Promise<string>
   /** One XLogData payload; null for a message not handed out. */
@@ -113,6 +115,8 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
   /** Reading was paused for a slow consumer (see highWaterMark). */
   private readingPaused = false
   private running: Promise<void> | null = null
+  /** Ends the wait before a reconnection attempt. */
+  private wake: (() => void) | null = null
   private started = false
   /** Streams started so far (CopyBothResponse received). */
   private streams = 0
@@ -233,6 +237,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     this.closed = true
     this.ended = true
     this.settleWaiter()
+    this.wake?.()
     const ex = this.exchange
     if (ex !== null && ex.streaming) {
       this.sendStatus(false)
@@ -344,7 +349,15 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
         break
       }
       this.emit('reconnect', { error, attempt: next.attempt, delay: next.delay })
-      await new Promise((r) => setTimeout(r, next.delay))
+      // close() cuts the wait short: a closed stream leaves no timer behind.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, next.delay)
+        this.wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      this.wake = null
     }
     this.stopTimer()
     this.settleReady(this.failure ?? new AbortError('the replication stream was closed before it started'))
@@ -365,6 +378,7 @@ export class ReplicationStream<T> implements AsyncIterableIterator<T> {
     const from = this.received > this.acked ? this.received : this.acked
     let command: string
     try {
+      this.driver.check?.(conn)
       await this.learnSenderTimeout(conn)
       command = await this.driver.start(conn, first && from.value === 0n ? null : from, first)
     } catch (err) {

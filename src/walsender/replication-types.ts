@@ -21,8 +21,8 @@ function publishedTypesSql(publications: readonly string[]): string {
   WHERE pt.pubname IN (${sqlList(publications)})`
 }
 
-/** The types asked for and what they are built from, one row each. */
-function typeInfoSql(oids: readonly number[]): string {
+/** The types asked for and what they are built from, one row each; multiranges (pg_range.rngmultitypid) exist from PostgreSQL 14. */
+function typeInfoSql(oids: readonly number[], multirange: boolean): string {
   return `WITH RECURSIVE need(oid) AS (
     SELECT unnest(ARRAY[${oids.join(',')}]::oid[])
     UNION
@@ -30,21 +30,21 @@ function typeInfoSql(oids: readonly number[]): string {
     CROSS JOIN LATERAL (
       SELECT t.typelem UNION ALL SELECT t.typbasetype
       UNION ALL SELECT r.rngsubtype FROM pg_catalog.pg_range r WHERE r.rngtypid = t.oid
-      UNION ALL SELECT r.rngtypid FROM pg_catalog.pg_range r WHERE r.rngmultitypid = t.oid
+      ${multirange ? 'UNION ALL SELECT r.rngtypid FROM pg_catalog.pg_range r WHERE r.rngmultitypid = t.oid' : ''}
       UNION ALL SELECT a.atttypid FROM pg_catalog.pg_attribute a WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
     ) part(oid)
     WHERE part.oid <> 0
   )
   SELECT t.oid::int8 AS oid, t.typname::text AS name, s.nspname::text AS schema, t.typtype::text AS kind,
          t.typcategory::text AS category, t.typlen::int4 AS len, t.typelem::int8 AS elem, e.typdelim::text AS delimiter,
-         t.typbasetype::int8 AS base, COALESCE(r.rngsubtype, m.rngtypid, 0)::int8 AS subtype,
+         t.typbasetype::int8 AS base, COALESCE(r.rngsubtype, ${multirange ? 'm.rngtypid, ' : ''}0)::int8 AS subtype,
          ARRAY(SELECT a.attname::text FROM pg_catalog.pg_attribute a WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) AS attnames,
          ARRAY(SELECT a.atttypid::int8 FROM pg_catalog.pg_attribute a WHERE t.typrelid <> 0 AND a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) AS atttypes
     FROM need JOIN pg_catalog.pg_type t ON t.oid = need.oid
     JOIN pg_catalog.pg_namespace s ON s.oid = t.typnamespace
     LEFT JOIN pg_catalog.pg_type e ON e.oid = t.typelem
     LEFT JOIN pg_catalog.pg_range r ON r.rngtypid = t.oid
-    LEFT JOIN pg_catalog.pg_range m ON m.rngmultitypid = t.oid`
+    ${multirange ? 'LEFT JOIN pg_catalog.pg_range m ON m.rngmultitypid = t.oid' : ''}`
 }
 
 interface InfoRow {
@@ -68,7 +68,7 @@ export async function learnPublishedTypes(conn: ReplicationConnection, catalog: 
     const rows = await conn.command<{ oid: bigint }>(publishedTypesSql(publications))
     const unknown = rows.map((r) => Number(r.oid)).filter((oid) => !catalog.knows(oid))
     if (unknown.length === 0) return
-    const infos = (await conn.command<InfoRow>(typeInfoSql(unknown))).filter((r) => !catalog.knows(Number(r.oid))).map(toInfo)
+    const infos = (await conn.command<InfoRow>(typeInfoSql(unknown, conn.serverMajor >= 14))).filter((r) => !catalog.knows(Number(r.oid))).map(toInfo)
     if (infos.length > 0) catalog.learn(infos)
   } catch {
     // The stream works without: unknown types decode as text.

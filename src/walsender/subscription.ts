@@ -9,6 +9,7 @@ import { PgoutputDecoder } from '../replication/pgoutput.js'
 import { checkSlotName, quoteLiteral, type ReplicationConnection } from './replication-connection.js'
 import { learnPublishedTypes } from './replication-types.js'
 import { ReplicationStream, type StreamDriver, type StreamOptions } from './replication-stream.js'
+import { newestProtocol, protocolSince, REPLICATION_SINCE, requireSince } from './server-support.js'
 import type { TypeCatalog } from '../types/catalog.js'
 
 // subscribe(): a logical change stream decoded from pgoutput. replicate():
@@ -24,15 +25,17 @@ export interface SubscribeOptions extends StreamOptions {
   messages?: boolean
   /** Values in binary where the server can (PostgreSQL 14+): faster for most types; needs a binary codec for every column type. */
   binary?: boolean
-  /** Stream transactions still in progress (protocol 2+): streamStart / streamStop / streamCommit / streamAbort messages. */
+  /** Stream transactions still in progress (PostgreSQL 14+, protocol 2+): streamStart / streamStop / streamCommit / streamAbort messages. */
   streaming?: boolean
-  /** Decode prepared transactions at PREPARE (PostgreSQL 15+; the slot must be created with it). */
+  /** Decode prepared transactions at PREPARE (PostgreSQL 15+, protocol 3+; the slot must be created with it). */
   twoPhase?: boolean
+  /** 'none': only changes made on this server, not those a subscription of its own applied; 'any' (the server's default): all (PostgreSQL 16+). */
+  origin?: 'any' | 'none'
   /** A temporary slot, dropped with the connection: such a subscription cannot survive a lost connection. */
   temporary?: boolean
   /** Also deliver 'relation', 'type' and 'origin' messages. */
   metadata?: boolean
-  /** pgoutput protocol version; default the newest the server offers (PostgreSQL 14: 2, 15: 3, 16+: 4). */
+  /** pgoutput protocol version; default the newest the server offers (PostgreSQL 13: 1, 14: 2, 15: 3, 16+: 4). */
   protocolVersion?: 1 | 2 | 3 | 4
 }
 
@@ -108,6 +111,8 @@ class PgoutputDriver implements StreamDriver<ChangeMessage> {
   private skipBefore = Lsn.ZERO
   private skipping = false
   private readonly publications: string[]
+  /** The pgoutput protocol version of the current connection (see check()). */
+  private version: 1 | 2 | 3 | 4 = 1
 
   constructor(
     private readonly catalog: TypeCatalog,
@@ -120,17 +125,30 @@ class PgoutputDriver implements StreamDriver<ChangeMessage> {
     this.publications = o.publications
     for (const key of ['messages', 'binary', 'streaming', 'twoPhase', 'temporary', 'metadata']) checkBool(o as unknown as Record<string, unknown>, key)
     if (o.protocolVersion !== undefined && ![1, 2, 3, 4].includes(o.protocolVersion)) throw new ArgumentError('protocolVersion must be 1, 2, 3 or 4')
+    if (o.origin !== undefined && o.origin !== 'any' && o.origin !== 'none') throw new ArgumentError(`origin must be 'any' or 'none', got ${JSON.stringify(o.origin)}`)
+    const version = o.protocolVersion
+    if (version !== undefined) {
+      // Whatever the server: these need a newer protocol than the one asked for.
+      if (o.streaming === true && version < 2) throw new ArgumentError(`streaming: true needs protocolVersion 2 or later, not ${version}`)
+      if (o.twoPhase === true && version < 3) throw new ArgumentError(`twoPhase: true needs protocolVersion 3 or later, not ${version}`)
+    }
+  }
+
+  check(conn: ReplicationConnection): void {
+    const o = this.o
+    const need = (what: string, since: number) => requireSince(what, since, conn.serverMajor, conn.serverVersion)
+    if (o.protocolVersion !== undefined) need(`protocolVersion: ${o.protocolVersion}`, protocolSince(o.protocolVersion))
+    if (o.binary === true) need('binary: true', REPLICATION_SINCE.binary)
+    if (o.messages === true) need('messages: true', REPLICATION_SINCE.messages)
+    if (o.streaming === true) need('streaming: true', REPLICATION_SINCE.streaming)
+    if (o.twoPhase === true) need('twoPhase: true', REPLICATION_SINCE.twoPhase)
+    if (o.origin !== undefined) need(`origin: '${o.origin}'`, REPLICATION_SINCE.origin)
+    this.version = o.protocolVersion ?? newestProtocol(conn.serverMajor)
   }
 
   async start(conn: ReplicationConnection, from: Lsn | null, first: boolean): Promise<string> {
     const o = this.o
-    const major = conn.serverMajor
-    const offered = major >= 16 ? 4 : major >= 15 ? 3 : major >= 14 ? 2 : 1
-    const version = o.protocolVersion ?? offered
-    if (version > offered) throw new ArgumentError(`pgoutput protocol version ${version} needs a newer server than PostgreSQL ${major} (it offers up to ${offered})`)
-    if (o.streaming === true && version < 2) throw new ArgumentError('streaming needs pgoutput protocol version 2 or later (PostgreSQL 14+)')
-    if (o.twoPhase === true && version < 3) throw new ArgumentError('twoPhase needs pgoutput protocol version 3 or later (PostgreSQL 15+)')
-    if (o.binary === true && major < 14) throw new ArgumentError('binary needs PostgreSQL 14 or later')
+    const version = this.version
 
     const missing = await this.missingPublications(conn)
     if (missing.length > 0) {
@@ -155,6 +173,7 @@ class PgoutputDriver implements StreamDriver<ChangeMessage> {
     if (o.binary === true) opts.push(`binary 'true'`)
     if (o.streaming === true) opts.push(`streaming 'on'`)
     if (o.twoPhase === true) opts.push(`two_phase 'on'`)
+    if (o.origin !== undefined) opts.push(`origin ${quoteLiteral(o.origin)}`)
     return `START_REPLICATION SLOT ${o.slot} LOGICAL ${from ?? '0/0'} (${opts.join(', ')})`
   }
 

@@ -55,7 +55,16 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 /** Starts a subscription and waits until its stream runs, so changes made after this are seen. */
 export async function startSubscription(db: Client, options: SubscribeOptions): Promise<{ sub: Subscription; reader: Reader<ChangeMessage> }> {
   const sub = db.subscribe(options)
-  await Promise.race([sub.ready(), sleep(10_000).then(() => Promise.reject(new Error('the subscription did not start within 10 s')))])
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([sub.ready(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the subscription did not start within 10 s')), 10_000)))])
+  } catch (err) {
+    // A subscription that did not start is not left trying.
+    await sub.close()
+    throw err
+  } finally {
+    clearTimeout(timer)
+  }
   return { sub, get reader() { return (readers.get(sub) ?? readers.set(sub, new Reader(sub)).get(sub))! } }
 }
 
@@ -99,6 +108,19 @@ export class Reader<T> {
       out.push(m)
       if (until(m)) return out
     }
+  }
+}
+
+/**
+ * The messages of the next transaction that has changes, begin to commit.
+ * Before PostgreSQL 15 pgoutput also sends the transactions that changed
+ * nothing published (DDL, catalog updates by ANALYZE), as a bare begin and
+ * commit: those are passed over.
+ */
+export async function nextTransaction(reader: Reader<ChangeMessage>, ms = 10_000): Promise<ChangeMessage[]> {
+  for (;;) {
+    const tx = await reader.until((m) => m.type === 'commit', ms)
+    if (tx.some((m) => m.type !== 'begin' && m.type !== 'commit')) return tx
   }
 }
 

@@ -5,6 +5,7 @@
 // subscription can meet, each named.
 
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
 import { describe, test } from 'node:test'
 import { startServer } from '../../harness/server.js'
 import {
@@ -16,17 +17,15 @@ import {
   Lsn,
   PgError,
   ReplicationError,
-  type ChangeMessage,
 } from '../../src/index.js'
 import { fileClient, uniqueName } from '../helpers/client.js'
-import { dropSlot, fixture, Reader, sleep, startSubscription, types } from '../helpers/replication-db.js'
+import { dropSlot, fixture, nextTransaction, Reader, sleep, startSubscription, types } from '../helpers/replication-db.js'
 import { connectionUrl, getTestServer, mainDatabase } from '../helpers/server.js'
 
 const db = await fileClient()
 const server = await getTestServer()
 const url = (await mainDatabase()).connectionString ?? connectionUrl(server, server.superuser)
 
-const isCommit = (m: ChangeMessage) => m.type === 'commit'
 
 async function rejection(p: Promise<unknown>): Promise<Error> {
   try {
@@ -83,14 +82,33 @@ describe('replication connections', () => {
       assert.equal(created.outputPlugin, 'pgoutput')
       assert.ok(created.consistentPoint > Lsn.ZERO)
 
+      // Each server's own form of the command: bare keywords before PostgreSQL 15, an option list from it on.
+      const exported = await rc.createSlot(`${logical}_x`, { plugin: 'pgoutput', temporary: true, snapshot: 'export' })
+      assert.match(String(exported.snapshotName), /^[0-9A-F]+-[0-9A-F]+-\d+$/)
+      assert.equal(created.snapshotName, null, 'no snapshot is exported unless asked')
+
       const p = await physical.createSlot(phys)
       assert.equal(p.slotName, phys)
+      const reserved = await db.query<{ l: string | null }>('SELECT restart_lsn::text AS l FROM pg_replication_slots WHERE slot_name = $1', [phys])
+      assert.notEqual(reserved.rows[0]!.l, null, 'WAL is reserved from the start')
       if (server.version >= 15) {
         const read = await physical.readSlot(phys)
         assert.equal(read.slotType, 'physical')
         assert.ok(read.restartLsn !== null && read.restartLsn > Lsn.ZERO)
         assert.equal(read.restartTimeline, 1)
         assert.deepEqual(await physical.readSlot('no_such_slot'), { slotType: null, restartLsn: null, restartTimeline: null })
+        const twoPhase = await rc.createSlot(`${logical}_2`, { plugin: 'pgoutput', temporary: true, twoPhase: true })
+        assert.equal(twoPhase.slotName, `${logical}_2`)
+      } else {
+        // Refused before anything is sent: the connection goes on.
+        const read = await rejection(physical.readSlot(phys))
+        assert.ok(read instanceof ArgumentError, String(read))
+        assert.match(read.message, new RegExp(`^readSlot\\(\\) needs PostgreSQL 15 or later; this server is ${server.version}\\.\\d+$`))
+        const twoPhase = await rejection(rc.createSlot(`${logical}_2`, { plugin: 'pgoutput', temporary: true, twoPhase: true }))
+        assert.ok(twoPhase instanceof ArgumentError, String(twoPhase))
+        assert.match(twoPhase.message, new RegExp(`^twoPhase: true needs PostgreSQL 15 or later; this server is ${server.version}\\.\\d+$`))
+        assert.equal((await db.query('SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [`${logical}_2`])).rows.length, 0)
+        assert.equal((await rc.identifySystem()).dbName, server.database)
       }
       // Timeline 1 has no history file.
       const err = await rejection(physical.timelineHistory(1))
@@ -117,12 +135,15 @@ describe('replication connections', () => {
             ? connectionUrl(server, server.superuser, { host: server.socketDir })
             : connectionUrl(server, server.superuser, { host: server.hostname, params: { sslmode: 'verify-full', sslrootcert: server.tls.caFile } })
       const client = new Client(settings)
-      const { sub, reader } = await startSubscription(client, { slot: f.slot, publications: [f.publication] })
       try {
-        await db.query(`INSERT INTO ${f.table} VALUES (7)`)
-        assert.deepEqual(types(await reader.until(isCommit)), ['begin', 'insert', 'commit'])
+        const { sub, reader } = await startSubscription(client, { slot: f.slot, publications: [f.publication] })
+        try {
+          await db.query(`INSERT INTO ${f.table} VALUES (7)`)
+          assert.deepEqual(types(await nextTransaction(reader)), ['begin', 'insert', 'commit'])
+        } finally {
+          await sub.close()
+        }
       } finally {
-        await sub.close()
         await client.end()
         await f.drop()
       }
@@ -141,8 +162,8 @@ describe('replication connections', () => {
       assert.equal((await pool.query('SELECT 2 AS two')).rows[0]!.two, 2)
       await sleep(300)
       await db.query(`INSERT INTO ${f.table} VALUES (1)`)
-      assert.deepEqual(types(await reader.until(isCommit)), ['begin', 'insert', 'commit'])
-      assert.deepEqual(types(await poolReader.until(isCommit)), ['begin', 'insert', 'commit'])
+      assert.deepEqual(types(await nextTransaction(reader)), ['begin', 'insert', 'commit'])
+      assert.deepEqual(types(await nextTransaction(poolReader)), ['begin', 'insert', 'commit'])
     } finally {
       await sub.close()
       await poolSub.close()
@@ -229,7 +250,8 @@ describe('failures, each named', () => {
       for (let dropped = false; !dropped; ) {
         try {
           await db.simpleQuery(
-            `SELECT pg_terminate_backend(active_pid, 5000) FROM pg_replication_slots WHERE slot_name = '${f.slot}' AND active_pid IS NOT NULL; SELECT pg_drop_replication_slot('${f.slot}')`,
+            // pg_terminate_backend waits for the walsender to exit from PostgreSQL 14 on; before, the drop may meet it still there.
+            `SELECT pg_terminate_backend(active_pid${server.version >= 14 ? ', 5000' : ''}) FROM pg_replication_slots WHERE slot_name = '${f.slot}' AND active_pid IS NOT NULL; SELECT pg_drop_replication_slot('${f.slot}')`,
           )
           dropped = true
         } catch (err) {
@@ -287,6 +309,47 @@ describe('failures, each named', () => {
       await sub.close()
       await f.drop()
     }
+  })
+
+  test('subscriptions and streams that fail to start leave nothing running: the process exits by itself', { timeout: 60_000 }, async () => {
+    // In a process of its own, which must end once its client has: a socket
+    // or timer left behind by a failed start would keep it alive (a test
+    // process that then never exits is how such a leak once showed).
+    const index = new URL('../../src/index.js', import.meta.url).href
+    const script = `
+      import { Client } from ${JSON.stringify(index)}
+      const db = new Client(process.env.PIPEGRES_CHILD_URL)
+      const failures = []
+      const fail = async (stream) => { try { await stream.ready(); failures.push('started') } catch (err) { failures.push(err.reason ?? err.code) } }
+      await fail(db.subscribe({ slot: 'never_made', publications: ['no_such_publication'] }))
+      await fail(db.replicate({ slot: 'no_such_slot_here' }))
+      if (${server.version} < 16) await fail(db.subscribe({ slot: 'never_made', publications: ['p'], origin: 'none' }))
+      const noReplication = new Client(process.env.PIPEGRES_CHILD_NOREPL_URL)
+      await fail(noReplication.subscribe({ slot: 'never_made', publications: ['p'] }))
+      const nowhere = new Client({ host: '127.0.0.1', port: 1, connectTimeout: 2000 })
+      await fail(nowhere.subscribe({ slot: 'never_made', publications: ['p'] }))
+      await Promise.all([db.end(), noReplication.end(), nowhere.end()])
+      console.log(JSON.stringify(failures))
+    `
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, PIPEGRES_CHILD_URL: url, PIPEGRES_CHILD_NOREPL_URL: connectionUrl(server, server.users.trust) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()))
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+    const limit = sleep(30_000).then(() => 'still running' as const)
+    const code = await Promise.race([exit, limit])
+    if (code === 'still running') child.kill('SIGKILL')
+    assert.equal(code, 0, `the child process: ${out}`)
+    assert.deepEqual(JSON.parse(out.trim().split('\n').pop()!), [
+      'publication-missing',
+      'slot-missing',
+      ...(server.version < 16 ? ['PG_INVALID_ARGUMENT'] : []),
+      'privilege',
+      'connection',
+    ])
   })
 
   test('bad options are refused at once', () => {
