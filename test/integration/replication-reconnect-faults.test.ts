@@ -37,6 +37,21 @@ async function within<T>(p: Promise<T>, ms: number, what: () => string): Promise
 }
 
 /** Resolves once `cond()` holds (polled); rejects naming `what` after `ms`. */
+/** Terminates a server process and waits until it has exited (which pg_terminate_backend does itself from PostgreSQL 14 on). */
+async function terminateAndWait(pid: number): Promise<void> {
+  if ((await getTestServer()).version >= 14) {
+    await db.query('SELECT pg_terminate_backend($1::int, 5000)', [pid])
+    return
+  }
+  await db.query('SELECT pg_terminate_backend($1::int)', [pid])
+  for (const deadline = performance.now() + 5000; ; ) {
+    const { rows } = await db.query('SELECT 1 FROM pg_catalog.pg_stat_activity WHERE pid = $1', [pid])
+    if (rows.length === 0) return
+    if (performance.now() > deadline) throw new Error(`server process ${pid} did not exit within 5 s of its termination`)
+    await sleep(20)
+  }
+}
+
 async function until(cond: () => boolean, ms: number, what: () => string): Promise<void> {
   const deadline = performance.now() + ms
   while (!cond()) {
@@ -402,7 +417,7 @@ describe('a subscription under faults at every stage of (re)connecting', { concu
     try {
       const pid = conn.processId
       await conn.command('IDENTIFY_SYSTEM')
-      await db.query('SELECT pg_terminate_backend($1::int, 5000)', [pid])
+      await terminateAndWait(pid)
       // Once the loss is seen (processId is 0 without a connection), the next command is sent.
       await until(() => conn.processId === 0, 5000, () => 'the loss seen')
       // What the lost session held (a temporary slot, say) is gone: a command must not run on a new session as if nothing happened.
