@@ -43,6 +43,8 @@ async function silentServer(): Promise<{ port: number; accepted: () => number; d
     accepted++
     sockets.add(socket)
     socket.on('error', () => {})
+    // Reads (and drops) what comes, or the client's close would never be seen.
+    socket.resume()
     socket.on('close', () => {
       // Closed by the client (the server closes none before close()).
       if (sockets.delete(socket)) dropped++
