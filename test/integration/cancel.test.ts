@@ -64,6 +64,20 @@ async function backendState(pid: number): Promise<{ state: string; query: string
   return row === undefined ? undefined : { state: row[0] ?? '', query: row[1] ?? '' }
 }
 
+/**
+ * Waits until the backend runs `query` (pg_stat_activity shows it active):
+ * a cancel that reaches the server before the query starts finds nothing to
+ * cancel, and a fixed sleep is no guarantee on a loaded machine.
+ */
+async function untilRunning(pid: number, query: string): Promise<void> {
+  for (const deadline = performance.now() + 10_000; ; ) {
+    const s = await backendState(pid)
+    if (s?.state === 'active' && s.query === query) return
+    if (performance.now() > deadline) throw new Error(`backend ${pid} did not start ${query} within 10 s: ${JSON.stringify(s)}`)
+    await sleep(5)
+  }
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b)
   const m = s.length >> 1
@@ -183,7 +197,7 @@ describe('a running query', () => {
       const pid = c.processId
       const ac = new AbortController()
       const p = c.query('SELECT pg_sleep(10)', [], { signal: ac.signal })
-      await sleep(50)
+      await untilRunning(pid, 'SELECT pg_sleep(10)')
       const reason = new Error('stop')
       const t0 = performance.now()
       ac.abort(reason)
@@ -211,7 +225,7 @@ describe('a running query', () => {
         assert.equal(c.protocolVersion, server.version >= 18 ? version : '3.0')
         const ac = new AbortController()
         const p = c.query('SELECT pg_sleep(10)', [], { signal: ac.signal })
-        await sleep(30)
+        await untilRunning(c.processId, 'SELECT pg_sleep(10)')
         ac.abort('v' + version)
         const e = await p.catch((err: unknown) => err)
         assertAbortError(e, 'v' + version)
@@ -229,7 +243,7 @@ describe('a running query', () => {
       const before = c.query('SELECT 1 AS n')
       const target = c.query('SELECT pg_sleep(10)', [], { signal: ac.signal })
       const followers = Array.from({ length: 20 }, (_, i) => c.query('SELECT $1::int AS n, pg_sleep(0.001)', [i]))
-      await sleep(60)
+      await untilRunning(c.processId, 'SELECT pg_sleep(10)')
       ac.abort('enough')
       const e = await target.catch((err: unknown) => err)
       assertAbortError(e, 'enough')
