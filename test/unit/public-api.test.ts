@@ -242,7 +242,7 @@ const expectedClasses: Record<string, string[]> = {
   ],
   ReplicationConnection: [
     '[Symbol.asyncDispose]', 'close', 'closed', 'command', 'createSlot', 'dropSlot', 'end', 'identifySystem', 'mode',
-    'processId', 'readSlot', 'serverMajor', 'timelineHistory',
+    'processId', 'readSlot', 'serverMajor', 'serverVersion', 'timelineHistory',
   ],
   ReplicationError: ['constructor', 'extends PipegresError', 'reason'],
   ReplicationStream: [
