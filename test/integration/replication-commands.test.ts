@@ -181,8 +181,11 @@ describe('raw streams', () => {
     await rc.createSlot(slot)
     await rc.end()
     const stream = db.replicate({ physical: true, slot, statusInterval: 50 })
-    const reader = new Reader(stream)
     try {
+      // Before PostgreSQL 15 the stream starts at the current WAL position, not the slot's (which only READ_REPLICATION_SLOT
+      // tells a physical connection): the WAL below is written once it streams.
+      await Promise.race([stream.ready(), sleep(10_000).then(() => assert.fail('the stream did not start within 10 s'))])
+      const reader = new Reader(stream)
       await db.query(`SELECT pg_logical_emit_message(false, 'wal', repeat('w', 20000))`)
       await db.query('SELECT pg_switch_wal()')
       const first = await reader.next()
