@@ -163,7 +163,8 @@ export function checkTemporalValues(): void {
       const row = text!.rows[0] as { old: unknown; now: unknown; wire: string }
       assert.equal(shown(row.old), '[Temporal.Instant] 1800-01-01T00:00:00.000001Z', `${zone}: ${row.wire}`)
       assert.equal(shown(row.now), '[Temporal.Instant] 2024-07-01T12:00:00Z', zone)
-      if (zone === 'Europe/Amsterdam') assert.match(row.wire, /\+00:19:32$/)
+      // Local mean time before time zones: an offset with seconds (which ones depends on the time zone data).
+      if (zone === 'Europe/Amsterdam') assert.match(row.wire, /\+00:\d\d:\d\d$/)
     }
     await db.query(`SET TimeZone = 'UTC'`)
   })
