@@ -1,10 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { ArgumentError, connect, createPool } from '../../src/index.js'
 import { hasTemporal } from '../../src/types/codec.js'
-import { missingRuntime, nodeBinary } from '../../harness/matrix.js'
+import { onNode26 } from '../helpers/newer-node.js'
 import { openClient } from '../helpers/client.js'
 import { mainDatabase } from '../helpers/server.js'
 import { checkTemporalValues } from './temporal-api-cases.js'
@@ -46,24 +45,5 @@ test('without the global Temporal, the option is an ArgumentError for a client, 
   await assert.rejects(async () => connect({ ...db.options, types: { temporal: 'yes' as never } }), (e: unknown) => e instanceof ArgumentError && /must be one of false, true/.test(e.message))
 })
 
-if (hasTemporal()) {
-  checkTemporalValues()
-} else {
-  test('the Temporal values, on Node 26 (this runtime has no Temporal)', async () => {
-    const node = nodeBinary(26)
-    const missing = missingRuntime(node)
-    assert.equal(missing, undefined, missing)
-    const db = await mainDatabase()
-    const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: db.connectionString ?? process.env.DATABASE_URL }
-    // The child reports on its own, not as a subtest of this runner.
-    delete env.NODE_TEST_CONTEXT
-    const out = await new Promise<string>((resolve, reject) => {
-      execFile(node, ['--test-reporter=tap', fileURLToPath(import.meta.url)], { env, timeout: 240_000 }, (err, stdout, stderr) => {
-        if (err) reject(new Error(`the Temporal tests failed on Node 26:\n${stdout}\n${stderr}`))
-        else resolve(stdout)
-      })
-    })
-    const pass = /^# pass (\d+)/m.exec(out)
-    assert.ok(pass !== null && Number(pass[1]) >= 10, `expected the Temporal tests to pass on Node 26:\n${out}`)
-  })
-}
+if (hasTemporal()) checkTemporalValues()
+else onNode26(fileURLToPath(import.meta.url), 12, { DATABASE_URL: (await mainDatabase()).connectionString ?? process.env.DATABASE_URL })
