@@ -274,5 +274,11 @@ export function checkTemporalValues(): void {
       for await (const r of db.copyToRows(`SELECT * FROM ${table}`, { format, rowMode: 'array' })) rows.push(shown(r))
       assert.deepEqual(rows, [shown(values)], format)
     }
+    // Binary COPY has no text to fall back on: a wall-clock time for a timestamptz column needs the server's TimeZone.
+    await assert.rejects(
+      db.copyFromRows(table, [[T.PlainDateTime.from('2024-01-01T00:00')]], { columns: ['tz'] }),
+      (e: unknown) => e instanceof Error && /cannot write a Temporal\.PlainDateTime as timestamptz.*format: 'text'/.test(e.message),
+    )
+    await db.copyFromRows(table, [[T.PlainDateTime.from('2024-01-01T00:00')]], { columns: ['tz'], format: 'text' })
   })
 }

@@ -195,5 +195,14 @@ export function temporalCodecTests(): void {
     assert.deepEqual((wire.get(1185)!.text('{"2024-01-01 00:00:00+00",NULL}') as unknown[]).map(shown), ['Temporal.Instant 2024-01-01T00:00:00Z', null])
     assert.throws(() => wire.get(1186)!.text('1 mon -1 days'), (e: unknown) => e instanceof WireProtocolError && /mixes signs/.test(e.message))
     assert.throws(() => wire.get(1083)!.text('24:00:00'), (e: unknown) => e instanceof WireProtocolError && /24:00:00/.test(e.message))
+    // Without the global, the option is refused as wire refuses its other options.
+    const saved = Object.getOwnPropertyDescriptor(globalThis, 'Temporal')!
+    delete (globalThis as { Temporal?: unknown }).Temporal
+    try {
+      assert.throws(() => resolveTypeOptions({ temporal: true }), (e: unknown) => e instanceof TypeError && /^types\.temporal needs the global Temporal/.test(e.message))
+      assert.equal(resolveTypeOptions({ temporal: false }).temporal, false)
+    } finally {
+      Object.defineProperty(globalThis, 'Temporal', saved)
+    }
   })
 }
