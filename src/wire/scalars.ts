@@ -7,7 +7,7 @@ import { durationOf, instantOf, plainDateOf, plainDateTimeOf, plainTimeOf } from
 import { utf8Text } from './bytes.js'
 import { checkTimeText, parseDateText, parseTimestampText, toDate } from './calendar.js'
 import { WireProtocolError } from './errors.js'
-import { intervalOf, parseIntervalText } from './interval.js'
+import { intervalOf, parseIntervalFields, parseIntervalText } from './interval.js'
 
 // Decoders of single values, one pair per type: `text` takes the value as
 // PostgreSQL prints it, `binary` its send format. Both must give the same
@@ -383,8 +383,8 @@ const intervalType: ScalarType = {
 const intervalTemporalType: ScalarType = {
   name: 'interval',
   text: (text) => {
-    const v = parseIntervalText(text)
-    return typeof v === 'number' ? v : temporalValue(durationOf, v.months, v.days, v.microseconds)
+    const f = parseIntervalFields(text)
+    return typeof f === 'number' ? f : temporalValue(durationOf, f[0], f[1], f[2])
   },
   binary: (b, s, e) => {
     needLength('interval', s, e, 16)

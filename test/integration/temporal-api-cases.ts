@@ -116,6 +116,7 @@ export function checkTemporalValues(): void {
       ["'14 months 40 days 100 hours'", '[Temporal.Duration] P1Y2M40DT100H'],
       ["'-0.000001 seconds'", '[Temporal.Duration] -PT0.000001S'],
       ["'0'", '[Temporal.Duration] PT0S'],
+      ["'-2562047788 hours -54.775808 seconds'", '[Temporal.Duration] -PT2562047788H54.775808S'],
       ["'1 mon -1 days'", { error: /mixes signs/ }],
       ["'1 day -00:00:01'", { error: /mixes signs/ }],
     ]

@@ -15,10 +15,12 @@ import {
   END_TIMESTAMP,
   int32Hex,
   int64Hex,
+  INTERVAL_STYLES,
   MIN_DATE_DAY,
   MIN_TIMESTAMP,
   mutationsOf,
   pgDate,
+  pgIntervalText,
   pgTimestampText,
   timeOfDay,
   US_PER_DAY,
@@ -123,6 +125,8 @@ export function temporalCodecTests(): void {
         assert.equal(BigInt(d.hours) * 3600000000n + BigInt(d.minutes * 60000000 + d.seconds * 1000000 + d.milliseconds * 1000 + d.microseconds), BigInt(s) * us)
         // And back: the same bytes.
         assert.equal(encBin(c, d), hex(BigInt(s) * us, s * days, s * months))
+        // The text of every IntervalStyle gives the same Duration, microseconds beyond 2^53 included.
+        for (const style of INTERVAL_STYLES) assert.equal(String(decText(c, pgIntervalText(s * months, s * days, BigInt(s) * us, style))), String(d), style)
       }),
       RUNS,
     )
@@ -192,6 +196,8 @@ export function temporalCodecTests(): void {
     assert.equal(wire.get(1082)!.text('infinity'), Infinity)
     assert.equal(shown(wire.get(1083)!.text('12:34:56.000001')), 'Temporal.PlainTime 12:34:56.000001')
     assert.equal(shown(wire.get(1186)!.text('1 year 2 mons 3 days 04:05:06.789')), 'Temporal.Duration P1Y2M3DT4H5M6.789S')
+    assert.equal(shown(wire.get(1186)!.text('-2562047788:00:54.775808')), 'Temporal.Duration -PT2562047788H54.775808S')
+    assert.equal(shown(wire.get(1186)!.binary(Buffer.from(int64Hex(-(2n ** 63n)) + int32Hex(0) + int32Hex(0), 'hex'), 0, 16)), 'Temporal.Duration -PT2562047788H54.775808S')
     assert.deepEqual((wire.get(1185)!.text('{"2024-01-01 00:00:00+00",NULL}') as unknown[]).map(shown), ['Temporal.Instant 2024-01-01T00:00:00Z', null])
     assert.throws(() => wire.get(1186)!.text('1 mon -1 days'), (e: unknown) => e instanceof WireProtocolError && /mixes signs/.test(e.message))
     assert.throws(() => wire.get(1083)!.text('24:00:00'), (e: unknown) => e instanceof WireProtocolError && /24:00:00/.test(e.message))

@@ -1,11 +1,10 @@
 import { utf8Read } from '../../protocol/utf8.js'
 import { CodecError, type Codec, type Decoder, type ResolvedTypeOptions } from '../codec.js'
-import { Interval } from '../interval.js'
 import { durationOf, instantOf, plainDateOf, plainDateTimeOf, plainTimeOf } from '../temporal-values.js'
 import { readInt32, readUint32 } from './binary.js'
 import { dateStringCodec, readBinaryDate, readTextDate } from './date.js'
 import { intervalCodec } from './interval.js'
-import { parseIntervalText } from './interval-text.js'
+import { parseIntervalWith } from './interval-text.js'
 import { parsedTimeEnd, parseTimeText, readBinaryTime, timeCodec, timeLengthError } from './time.js'
 import { lengthError, parseText, splitBinary, splitDay, splitUs, timestampCodec, timestamptzCodec } from './timestamp.js'
 
@@ -63,10 +62,7 @@ const INT32_MIN = -2147483648
 
 const intervalTemporalCodec: Codec = {
   ...intervalCodec,
-  decodeText: (buf, start, end) => {
-    const v = parseIntervalText(buf, start, end)
-    return v instanceof Interval ? durationOf(v.months, v.days, v.microseconds) : v
-  },
+  decodeText: (buf, start, end) => parseIntervalWith(buf, start, end, durationOf),
   decodeBinary: (buf, start, end) => {
     if (end - start !== 16) throw new CodecError(`malformed binary interval: ${end - start} bytes where 16 were expected`)
     const hi = readInt32(buf, start)
