@@ -32,8 +32,10 @@ const INT32_MIN = -2147483648
 /** '00'..'99', so formatting appends constants instead of converting numbers. */
 export const TWO_DIGITS: readonly string[] = Array.from({ length: 100 }, (_, i) => (i < 10 ? '0' : '') + i)
 
-// Civil-from-days and days-from-civil after Howard Hinnant's public-domain
-// algorithms: 400-year eras starting on March 1, so leap days fall at the end.
+// Civil-from-days after Howard Hinnant's public-domain algorithm: 400-year
+// eras starting on March 1, so leap days fall at the end. Its inverse,
+// daysFromCivil, is in civil.ts (re-exported here), where the modules this one
+// imports can reach it.
 
 export let civilYear = 0
 export let civilMonth = 0
