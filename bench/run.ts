@@ -63,6 +63,8 @@ const bunBinary = join(root, 'node_modules', '.bin', 'bun')
 const nodeBinary = arg('node') ?? (process.env.PIPEGRES_BENCH_NODE || process.execPath)
 /** Its version, e.g. 26.12.1: asked of the binary itself, which also shows that it runs. */
 const nodeVersion = nodeBinary === process.execPath ? process.versions.node : execFileSync(nodeBinary, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, '')
+// Variants of the temporal type option run where the clients' Node has the global Temporal.
+if (Number(nodeVersion.split('.')[0]) < 26) for (const w of WORKLOADS) w.variants = w.variants.filter((v) => v.needsTemporal !== true)
 /** Clients whose child process the Bun runtime runs. */
 const onBun = (client: string): boolean => client === 'bun' || client === 'app-bun'
 

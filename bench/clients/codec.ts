@@ -9,7 +9,7 @@ import type { ExtendedQuery } from '../../src/query/extended-query.js'
 import { Session } from '../../src/query/session.js'
 import { makeQuery, type QueryDefaults } from '../../src/queryable/queryable.js'
 import { TypeCatalog } from '../../src/types/catalog.js'
-import { defaultTypeOptions } from '../../src/types/codec.js'
+import { defaultTypeOptions, hasTemporal, type TypeOptions } from '../../src/types/codec.js'
 import { readCodecFixture } from '../lib/codec-capture.js'
 import { childMain, measure } from '../lib/measure.js'
 import type { Measurement, Task } from '../lib/protocol.js'
@@ -25,7 +25,9 @@ import { checksumRows, insertParams, insertUserSql, KEYS, selectUserSql, TYPED_T
 // codec-decode, variant 'binary' or 'text': the typed table's rows, captured by
 // captureCodecFixture(), decoded into a result as db.query() would (binary: a
 // prepared statement's executions after the first; text: prepare: false, as the
-// typed-read workload runs them). Units: rows.
+// typed-read workload runs them). Units: rows. 'binary-temporal' is 'binary'
+// with the temporal type option (its timestamptz and date as Temporal values),
+// for a runtime with the global Temporal.
 // codec-encode, variant 'lookup' (W2), 'insert' (W7) or 'typed' (a row of the
 // typed table): Bind + Execute + Sync of a prepared statement's executions after
 // the first (parameters in binary where pipegres sends them so). Units: messages.
@@ -49,9 +51,9 @@ class Wire implements RequestContext, MessageSink {
   private readonly framer = new Framer(this)
   private readonly inflight: Request[] = []
 
-  constructor(prepare: boolean) {
-    // As a Client without options builds them.
-    const catalog = new TypeCatalog({ ...defaultTypeOptions })
+  constructor(prepare: boolean, types: TypeOptions = {}) {
+    // As a Client builds them from its options.
+    const catalog = new TypeCatalog({ ...defaultTypeOptions, ...types })
     const view = catalog.view()
     this.defaults = { rowMode: 'object', prepare, queryTimeout: undefined, catalog, view }
     const lookup = (): never => {
@@ -191,9 +193,11 @@ async function decode(task: Task): Promise<Measurement> {
     // Unnamed statement: Parse, Bind, Describe P, Execute, Sync; all in text.
     wire = new Wire(false)
     replies = chunked(parseComplete, bindComplete, text.description, text.rest, readyForQuery)
-  } else if (task.variant === 'binary') {
+  } else if (task.variant === 'binary' || task.variant === 'binary-temporal') {
     const binary = part('binary')
-    wire = new Wire(true)
+    const temporal = task.variant === 'binary-temporal'
+    if (temporal && !hasTemporal()) throw new Error('the binary-temporal variant needs the global Temporal: run it with --node on Node 26')
+    wire = new Wire(true, { temporal })
     // The first execution prepares the statement and, bound before its
     // description arrives, gets its rows in text; the later ones, timed, in binary.
     await run(wire, fixture.sql, [], chunked(parseComplete, parameterDescription([]), text.description, bindComplete, text.rest, readyForQuery))

@@ -5,6 +5,8 @@ export interface Variant {
   client: string
   variant: string
   label: string
+  /** Runs only where the clients' Node has the global Temporal (26 and later). */
+  needsTemporal?: boolean
 }
 
 export interface Workload {
@@ -242,7 +244,11 @@ export const WORKLOADS: Workload[] = [
     size: 20_000,
     quickSize: 5_000,
     serverless: true,
-    variants: [v('codec', 'binary', 'pipegres, binary results'), v('codec', 'text', 'pipegres, text results')],
+    variants: [
+      v('codec', 'binary', 'pipegres, binary results'),
+      v('codec', 'text', 'pipegres, text results'),
+      { ...v('codec', 'binary-temporal', 'pipegres, binary results, types: { temporal: true }'), needsTemporal: true },
+    ],
   },
   {
     name: 'codec-encode',

@@ -38,8 +38,8 @@ const DATE_OID = 1082
 const TIMESTAMP_OID = 1114
 const TIMESTAMPTZ_OID = 1184
 
-const EXACT: ResolvedTypeOptions = { int8: 'bigint', numeric: 'string', timestamps: 'string', dates: 'string' }
-const DATED: ResolvedTypeOptions = { int8: 'bigint', numeric: 'string', timestamps: 'date', dates: 'date' }
+const EXACT: ResolvedTypeOptions = { int8: 'bigint', numeric: 'string', timestamps: 'string', dates: 'string', temporal: false }
+const DATED: ResolvedTypeOptions = { int8: 'bigint', numeric: 'string', timestamps: 'date', dates: 'date', temporal: false }
 
 const TEXT_HINT = "; send the JS value the column's type decodes to, or use format: 'text' to let the server parse strings"
 

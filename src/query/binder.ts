@@ -1,6 +1,7 @@
 import { ArgumentError, ParameterError } from '../errors.js'
 import type { Writer } from '../protocol/writer.js'
 import { CodecError } from '../types/codec.js'
+import { isTemporalParam } from '../types/temporal-params.js'
 import { toText } from '../types/text-params.js'
 import type { TypeView } from '../types/view.js'
 import { TypedValue } from './typed.js'
@@ -12,7 +13,8 @@ import { TypedValue } from './typed.js'
  * True when some value cannot be sent as untyped text without knowing its
  * parameter's type: a plain object could be json, a point, a composite; an
  * Interval or Range needs its type's text form. Strings, numbers, bigints,
- * booleans, Dates, bytes and arrays of those have one text form for any type.
+ * booleans, Dates, Temporal values, bytes and arrays of those have one text
+ * form for any type.
  */
 export function needsTypes(values: readonly unknown[], declared: readonly number[]): boolean {
   for (let i = 0; i < values.length; i++) {
@@ -26,7 +28,7 @@ export function needsTypes(values: readonly unknown[], declared: readonly number
 const MAX_TEXT_BYTEA = 64 * 1024
 
 function plainText(v: object): boolean {
-  if (v instanceof Date) return true
+  if (v instanceof Date || isTemporalParam(v)) return true
   if (v instanceof Uint8Array) return v.length <= MAX_TEXT_BYTEA
   if (!Array.isArray(v)) return false
   for (const e of v) if (typeof e === 'object' && e !== null && !plainText(e)) return false

@@ -1,4 +1,4 @@
-import type { Codec, ResolvedTypeOptions } from './codec.js'
+import { typeOptionsKey, type Codec, type ResolvedTypeOptions } from './codec.js'
 import { registerBitStringCodecs } from './codecs/bit-string.js'
 import { registerContainers } from './codecs/containers.js'
 import { registerDateCodecs } from './codecs/date.js'
@@ -7,6 +7,7 @@ import { registerIntervalCodecs } from './codecs/interval.js'
 import { registerMacAddressCodecs } from './codecs/mac-address.js'
 import { registerNetworkCodecs } from './codecs/network.js'
 import { registerScalars } from './codecs/scalars.js'
+import { registerTemporalCodecs } from './codecs/temporal.js'
 import { registerTextSearchCodecs } from './codecs/text-search.js'
 import { registerTimeCodecs } from './codecs/time.js'
 import { registerTimestampCodecs } from './codecs/timestamp.js'
@@ -19,7 +20,7 @@ const tables = new Map<string, ReadonlyMap<number, Codec>>()
  * arrays, ranges and multiranges are built on the element codecs.
  */
 export function builtinCodecs(options: ResolvedTypeOptions): ReadonlyMap<number, Codec> {
-  const key = `${options.int8}/${options.numeric}/${options.timestamps}/${options.dates}`
+  const key = typeOptionsKey(options)
   let table = tables.get(key)
   if (table === undefined) {
     const t = new Map<number, Codec>()
@@ -28,6 +29,7 @@ export function builtinCodecs(options: ResolvedTypeOptions): ReadonlyMap<number,
     registerTimeCodecs(t, options)
     registerTimestampCodecs(t, options)
     registerIntervalCodecs(t, options)
+    registerTemporalCodecs(t, options)
     registerNetworkCodecs(t, options)
     registerMacAddressCodecs(t, options)
     registerBitStringCodecs(t, options)

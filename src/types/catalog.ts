@@ -1,4 +1,4 @@
-import { defaultTypeOptions, type Codec, type ResolvedTypeOptions, type TypeOptions } from './codec.js'
+import { defaultTypeOptions, typeOptionsKey, type Codec, type ResolvedTypeOptions, type TypeOptions } from './codec.js'
 import { customCodec, type CustomType } from './custom.js'
 import { unknownTypeCodec } from './fallback.js'
 import { BUILTIN_INFOS, type TypeInfo } from './type-info.js'
@@ -80,7 +80,7 @@ export class TypeCatalog {
   /** The view for a set of options (cached: only a handful of combinations exist). */
   view(options: TypeOptions = {}): TypeView {
     const resolved: ResolvedTypeOptions = { ...this.options, ...definedOnly(options) }
-    const key = `${resolved.int8}/${resolved.numeric}/${resolved.timestamps}/${resolved.dates}`
+    const key = typeOptionsKey(resolved)
     let view = this.views.get(key)
     if (view === undefined) {
       view = new TypeView(this, resolved)

@@ -65,6 +65,14 @@ export interface TypeOptions {
   timestamps?: 'date' | 'string'
   /** date: 'string' (default, exact: '2024-02-29', '0044-03-15 BC', 'infinity') or 'date' (a Date at UTC midnight). */
   dates?: 'string' | 'date'
+  /**
+   * true: timestamptz, timestamp, date, time and interval come back as
+   * Temporal.Instant, PlainDateTime, PlainDate, PlainTime and Duration
+   * (exact to the microsecond; the infinities stay ±Infinity), taking
+   * precedence over `timestamps` and `dates`. Needs the global Temporal
+   * (Node 26 and later); without it the option is refused.
+   */
+  temporal?: boolean
 }
 
 export type ResolvedTypeOptions = Required<TypeOptions>
@@ -79,6 +87,7 @@ export const typeOptionChoices = {
   numeric: ['string', 'number'],
   timestamps: ['date', 'string'],
   dates: ['string', 'date'],
+  temporal: [false, true],
 } as const satisfies { readonly [K in keyof TypeOptions]-?: readonly NonNullable<TypeOptions[K]>[] }
 
 export const defaultTypeOptions: ResolvedTypeOptions = {
@@ -86,6 +95,12 @@ export const defaultTypeOptions: ResolvedTypeOptions = {
   numeric: typeOptionChoices.numeric[0],
   timestamps: typeOptionChoices.timestamps[0],
   dates: typeOptionChoices.dates[0],
+  temporal: typeOptionChoices.temporal[0],
+}
+
+/** The cache key of a set of resolved options: one codec table and one view per key. */
+export function typeOptionsKey(o: ResolvedTypeOptions): string {
+  return `${o.int8}/${o.numeric}/${o.timestamps}/${o.dates}/${o.temporal}`
 }
 
 /**
@@ -96,8 +111,18 @@ export const defaultTypeOptions: ResolvedTypeOptions = {
 export function typeOptionFault(name: string, value: unknown): string | null {
   if (!Object.hasOwn(typeOptionChoices, name)) return `is not a type option (known: ${Object.keys(typeOptionChoices).join(', ')})`
   const choices: readonly unknown[] = typeOptionChoices[name as keyof TypeOptions]
-  if (value === undefined || choices.includes(value)) return null
-  return `must be one of ${choices.map((c) => `'${String(c)}'`).join(', ')}`
+  if (value === undefined) return null
+  if (!choices.includes(value)) return `must be one of ${choices.map((c) => (typeof c === 'string' ? `'${c}'` : String(c))).join(', ')}`
+  // Checked when the option is given, so that no query fails later for want of it.
+  if (name === 'temporal' && value === true && !hasTemporal()) {
+    return 'needs the global Temporal, which this runtime lacks (Node 26 and later have it); on an older runtime, install a Temporal polyfill as globalThis.Temporal before setting the option'
+  }
+  return null
+}
+
+/** Whether the runtime has the global Temporal (read each time: a polyfill may install it after this module loaded). */
+export function hasTemporal(): boolean {
+  return typeof (globalThis as { Temporal?: unknown }).Temporal === 'object'
 }
 
 /** Describes a JS value for error messages, without its content. */
@@ -107,6 +132,11 @@ export function describeValue(v: unknown): string {
   if (v instanceof Date) return 'a Date'
   if (v instanceof Uint8Array) return 'a Uint8Array'
   const t = typeof v
-  if (t === 'object') return `an object (${(v as object).constructor?.name ?? 'no prototype'})`
+  if (t === 'object') {
+    // Temporal's classes share their constructor names (PlainDate, Instant): the tag names them fully.
+    const tag = (v as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag]
+    if (typeof tag === 'string' && tag.startsWith('Temporal.')) return `a ${tag}`
+    return `an object (${(v as object).constructor?.name ?? 'no prototype'})`
+  }
   return t === 'undefined' ? 'undefined' : `a ${t}`
 }

@@ -2,6 +2,7 @@ import { ParameterError } from '../errors.js'
 import type { Writer } from '../protocol/writer.js'
 import { CodecError } from './codec.js'
 import { byteaHex } from './codecs/bytea.js'
+import { temporalText } from './temporal-values.js'
 
 // Parameters in text format, for executions where the server has not yet said
 // which types it expects (the first execution of a statement, or prepare:false).
@@ -32,6 +33,16 @@ export function dateText(d: Date, index: number): string {
     `${pad(d.getUTCHours(), 2)}:${pad(d.getUTCMinutes(), 2)}:${pad(d.getUTCSeconds(), 2)}.${pad(d.getUTCMilliseconds(), 3)}+00` +
     (bc ? ' BC' : '')
   )
+}
+
+/** The text of a Temporal value (see temporal-values.ts), or null for any other value. */
+function temporalParamText(value: object, index: number): string | null {
+  try {
+    return temporalText(value)
+  } catch (err) {
+    if (err instanceof CodecError) throw new ParameterError(index, `parameter $${index}: ${err.message}`, { cause: err })
+    throw err
+  }
 }
 
 function describe(v: unknown): string {
@@ -68,6 +79,10 @@ export function toText(value: unknown, index: number): string | null {
       if (value instanceof Date) return dateText(value, index)
       if (value instanceof Uint8Array) return byteaText(value, index)
       if (Array.isArray(value)) return boundsDecoration(value) + arrayText(value, index)
+      {
+        const text = temporalParamText(value, index)
+        if (text !== null) return text
+      }
       if (ArrayBuffer.isView(value)) {
         throw new ParameterError(index, `parameter $${index} is a ${describe(value)}; only Uint8Array and Buffer can be sent as bytea`)
       }

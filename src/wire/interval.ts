@@ -56,6 +56,12 @@ const ISO = /^P(?:(-?\d+)Y)?(?:(-?\d+)M)?(?:(-?\d+)D)?(?:T(?:(-?\d+)H)?(?:(-?\d+
  * refuses the two styles whose text it cannot tell apart from other values.
  */
 export function parseIntervalText(text: string): WireInterval | number {
+  const f = parseIntervalFields(text)
+  return typeof f === 'number' ? f : new WireInterval(f[0], f[1], safeMicroseconds(f[2], () => `'${text}'`))
+}
+
+/** The same text's three fields, microseconds in a bigint; ±Infinity for the infinite intervals. */
+export function parseIntervalFields(text: string): [months: number, days: number, us: bigint] | number {
   if (text === 'infinity') return Infinity
   if (text === '-infinity') return -Infinity
   let months = 0
@@ -93,7 +99,7 @@ export function parseIntervalText(text: string): WireInterval | number {
     }
   }
   if (!Number.isSafeInteger(months) || months > INT32_MAX || months < INT32_MIN || days > INT32_MAX || days < INT32_MIN) throw badInterval(text)
-  return new WireInterval(months, days, safeMicroseconds(us, () => `'${text}'`))
+  return [months, days, us]
 }
 
 function badInterval(text: string): WireProtocolError {

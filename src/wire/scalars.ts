@@ -1,12 +1,13 @@
-import { defaultTypeOptions, typeOptionChoices, typeOptionFault, type ResolvedTypeOptions, type TypeOptions } from '../types/codec.js'
+import { CodecError, defaultTypeOptions, typeOptionChoices, typeOptionFault, type ResolvedTypeOptions, type TypeOptions } from '../types/codec.js'
 import { INT64_MAX, INT64_MIN, readFloat32, readFloat64, readInt16, readInt32, readInt64, readUint16, readUint32 } from '../types/codecs/binary.js'
 import { DATE_END_DAY, MIN_DAY, pgDateText, US_PER_DAY } from '../types/codecs/date.js'
 import { offsetText, timeText } from '../types/codecs/time.js'
 import { decodeUuidBinary } from '../types/codecs/uuid.js'
+import { durationOf, instantOf, plainDateOf, plainDateTimeOf, plainTimeOf } from '../types/temporal-values.js'
 import { utf8Text } from './bytes.js'
 import { checkTimeText, parseDateText, parseTimestampText, toDate } from './calendar.js'
 import { WireProtocolError } from './errors.js'
-import { intervalOf, parseIntervalText } from './interval.js'
+import { intervalOf, parseIntervalFields, parseIntervalText } from './interval.js'
 
 // Decoders of single values, one pair per type: `text` takes the value as
 // PostgreSQL prints it, `binary` its send format. Both must give the same
@@ -36,7 +37,7 @@ export type WireTypeOptions = TypeOptions
 
 /** The options with their defaults filled in; a value that is not one of its option's choices throws a TypeError. */
 export function resolveTypeOptions(o: WireTypeOptions = {}): ResolvedTypeOptions {
-  const out: Record<string, string> = { ...defaultTypeOptions }
+  const out: Record<string, unknown> = { ...defaultTypeOptions }
   // Only the known options are read: wire has always let other keys pass.
   for (const name of Object.keys(typeOptionChoices) as (keyof TypeOptions)[]) {
     const value = o[name]
@@ -44,7 +45,17 @@ export function resolveTypeOptions(o: WireTypeOptions = {}): ResolvedTypeOptions
     if (fault !== null) throw new TypeError(`types.${name} ${fault}`)
     if (value !== undefined) out[name] = value
   }
-  return out as ResolvedTypeOptions
+  return out as unknown as ResolvedTypeOptions
+}
+
+/** A Temporal value built by the Node client's builders, their refusals worded as wire's. */
+function temporalValue<A extends unknown[]>(make: (...args: A) => unknown, ...args: A): unknown {
+  try {
+    return make(...args)
+  } catch (err) {
+    if (err instanceof CodecError) throw new WireProtocolError(err.message, { cause: err })
+    throw err
+  }
 }
 
 function malformed(what: string, detail: string): WireProtocolError {
@@ -263,14 +274,15 @@ const TIMESTAMP_END_DAY = 106_751_983
 
 function dateType(o: ResolvedTypeOptions): ScalarType {
   const out = (day: number): unknown => {
-    if (day === Infinity || day === -Infinity) return o.dates === 'date' ? day : day > 0 ? 'infinity' : '-infinity'
+    if (day === Infinity || day === -Infinity) return o.dates === 'date' || o.temporal ? day : day > 0 ? 'infinity' : '-infinity'
+    if (o.temporal) return temporalValue(plainDateOf, day)
     return o.dates === 'date' ? toDate(day, 0, `date ${pgDateText(day)}`) : pgDateText(day)
   }
   return {
     name: 'date',
     text: (text) => {
       const day = parseDateText(text)
-      return o.dates === 'string' ? text : out(day)
+      return o.dates === 'string' && !o.temporal ? text : out(day)
     },
     binary: (b, s, e) => {
       needLength('date', s, e, 4)
@@ -287,8 +299,9 @@ function timestampType(zoned: boolean, o: ResolvedTypeOptions): ScalarType {
   const name = zoned ? 'timestamptz' : 'timestamp'
   const out = (day: number, us: number): unknown => {
     if (day === Infinity || day === -Infinity) {
-      return o.timestamps === 'string' ? (day > 0 ? 'infinity' : '-infinity') : day
+      return o.timestamps === 'string' && !o.temporal ? (day > 0 ? 'infinity' : '-infinity') : day
     }
+    if (o.temporal) return temporalValue(zoned ? instantOf : plainDateTimeOf, name, day, us)
     const text = pgDateText(day, 'T' + timeText(us) + (zoned ? 'Z' : ''))
     return o.timestamps === 'string' ? text : toDate(day, us, `${name} ${text}`)
   }
@@ -331,6 +344,21 @@ const timeType: ScalarType = {
   },
 }
 
+/** Microseconds since midnight of a checked 'HH:MM:SS[.ffffff]'. */
+function timeUs(text: string): number {
+  const frac = text.length > 8 ? Number(text.slice(9).padEnd(6, '0')) : 0
+  return ((Number(text.slice(0, 2)) * 60 + Number(text.slice(3, 5))) * 60 + Number(text.slice(6, 8))) * 1000000 + frac
+}
+
+const timeTemporalType: ScalarType = {
+  name: 'time',
+  text: (text) => temporalValue(plainTimeOf, timeUs(checkTimeText(text, false))),
+  binary: (b, s, e) => {
+    needLength('time', s, e, 8)
+    return temporalValue(plainTimeOf, timeUs(timeBinary(b, s)))
+  },
+}
+
 const timetzType: ScalarType = {
   name: 'timetz',
   text: (text) => checkTimeText(text, true),
@@ -349,6 +377,23 @@ const intervalType: ScalarType = {
   binary: (b, s, e) => {
     needLength('interval', s, e, 16)
     return intervalOf(readInt64(b, s), readInt32(b, s + 8), readInt32(b, s + 12))
+  },
+}
+
+const intervalTemporalType: ScalarType = {
+  name: 'interval',
+  text: (text) => {
+    const f = parseIntervalFields(text)
+    return typeof f === 'number' ? f : temporalValue(durationOf, f[0], f[1], f[2])
+  },
+  binary: (b, s, e) => {
+    needLength('interval', s, e, 16)
+    const us = readInt64(b, s)
+    const days = readInt32(b, s + 8)
+    const months = readInt32(b, s + 12)
+    if (us === INT64_MAX && days === I32_MAX && months === I32_MAX) return Infinity
+    if (us === INT64_MIN && days === I32_MIN && months === I32_MIN) return -Infinity
+    return temporalValue(durationOf, months, days, us)
   },
 }
 
@@ -419,10 +464,10 @@ export function scalarTypes(o: ResolvedTypeOptions): Map<number, ScalarType> {
     textType('bpchar'),
     textType('varchar'),
     dateType(o),
-    timeType,
+    o.temporal ? timeTemporalType : timeType,
     timestampType(false, o),
     timestampType(true, o),
-    intervalType,
+    o.temporal ? intervalTemporalType : intervalType,
     timetzType,
     { name: 'numeric', text: (text) => numericOut(checkNumericText(text)), binary: (b, s, e) => numericOut(numericText(b, s, e)) },
     {

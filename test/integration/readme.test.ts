@@ -6,12 +6,14 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startCluster, type Cluster } from '../../harness/cluster.js'
+import { missingRuntime, nodeBinary } from '../../harness/matrix.js'
 import { mainDatabase } from '../helpers/server.js'
 
 // Every ```js block of the README runs as written, importing the built package
 // by its name, against the test database. A trailing comment on a console.log
 // line is the output that line must print. An example that reads CLUSTER_URL
-// gets a primary with two streaming standbys, started for it.
+// gets a primary with two streaming standbys, started for it. An example that
+// uses the global Temporal runs on Node 26 where this runtime lacks it.
 
 let cluster: Promise<Cluster> | undefined
 after(async () => {
@@ -48,8 +50,14 @@ blocks.forEach((code, i) => {
       cluster ??= startCluster({ binDir: process.env.PIPEGRES_TEST_PGBIN || undefined, name: 'readme' })
       env.CLUSTER_URL = (await cluster).url()
     }
+    let node = process.execPath
+    if (/\bTemporal\./.test(code) && (globalThis as { Temporal?: unknown }).Temporal === undefined) {
+      node = nodeBinary(26)
+      const missing = missingRuntime(node)
+      assert.equal(missing, undefined, `example ${i + 1} needs Node 26 for Temporal: ${missing}`)
+    }
     const out = await new Promise<string>((res, rej) => {
-      execFile(process.execPath, [file], { env, timeout: 30_000 }, (err, stdout, stderr) => {
+      execFile(node, [file], { env, timeout: 30_000 }, (err, stdout, stderr) => {
         if (err) rej(new Error(`example ${i + 1} failed: ${stderr || err.message}`))
         else res(stdout)
       })

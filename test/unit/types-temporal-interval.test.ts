@@ -200,7 +200,7 @@ test('encoding: Interval, look-alike objects, strings, infinities', () => {
     throwsCodec(() => intervalCodec.encodeText(bad), re)
   }
   for (const [bad, what] of [[1000, 'a number'], [NaN, 'a number'], [null, 'null'], [new Date(0), 'a Date'], [{}, 'an object \\(Object\\)'], [[1, 2, 3], 'an array'], [true, 'a boolean']] as const) {
-    const re = new RegExp(`^interval needs an Interval, an object \\{ months, days, microseconds \\} of integers, a string or ±Infinity; got ${what}$`)
+    const re = new RegExp(`^interval needs an Interval, a Temporal.Duration, an object \\{ months, days, microseconds \\} of integers, a string or ±Infinity; got ${what}$`)
     throwsCodec(() => encBin(intervalCodec, bad), re)
     throwsCodec(() => intervalCodec.encodeText(bad), re)
   }

@@ -127,8 +127,8 @@ test('date: encoding', () => {
     throwsCodec(() => dateS.encodeText(bad), /invalid Date/)
   }
   for (const [bad, what] of [[0, 'a number'], [NaN, 'a number'], [true, 'a boolean'], [null, 'null'], [20240229n, 'a bigint'], [{}, 'an object'], [[2024], 'an array']] as const) {
-    throwsCodec(() => encBin(dateD, bad), new RegExp(`^date needs a Date, a string or ±Infinity; got ${what}`))
-    throwsCodec(() => dateD.encodeText(bad), new RegExp(`^date needs a Date, a string or ±Infinity; got ${what}`))
+    throwsCodec(() => encBin(dateD, bad), new RegExp(`^date needs a Date, a Temporal.PlainDate, a string or ±Infinity; got ${what}`))
+    throwsCodec(() => dateD.encodeText(bad), new RegExp(`^date needs a Date, a Temporal.PlainDate, a string or ±Infinity; got ${what}`))
   }
 })
 
@@ -393,8 +393,8 @@ test('timestamp and timestamptz: encoding', () => {
     throwsCodec(() => encBin(c, new Date(NaN)), new RegExp(`^${c.name} cannot be an invalid Date$`))
     throwsCodec(() => c.encodeText(new Date(NaN)), /invalid Date/)
     for (const [bad, what] of [[0, 'a number'], [Date.now(), 'a number'], [NaN, 'a number'], [false, 'a boolean'], [null, 'null'], [1n, 'a bigint'], [{ getTime: () => 0 }, 'an object \\(Object\\)']] as const) {
-      throwsCodec(() => encBin(c, bad), new RegExp(`^${c.name} needs a Date, a string or ±Infinity; got ${what}$`))
-      throwsCodec(() => c.encodeText(bad), new RegExp(`^${c.name} needs a Date, a string or ±Infinity; got ${what}$`))
+      throwsCodec(() => encBin(c, bad), new RegExp(`^${c.name} needs a Date, a Temporal.${c.name === 'timestamptz' ? 'Instant' : 'PlainDateTime'}, a string or ±Infinity; got ${what}$`))
+      throwsCodec(() => c.encodeText(bad), new RegExp(`^${c.name} needs a Date, a Temporal.${c.name === 'timestamptz' ? 'Instant' : 'PlainDateTime'}, a string or ±Infinity; got ${what}$`))
     }
   }
   assert.equal(tsD.encodeText(d), '2024-02-29 12:34:56.789')

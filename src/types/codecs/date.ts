@@ -2,6 +2,10 @@ import type { Writer } from '../../protocol/writer.js'
 import { CodecError, describeValue, type Codec, type Decoder, type ResolvedTypeOptions } from '../codec.js'
 import { utf8Read } from '../../protocol/utf8.js'
 import { readInt32 } from './binary.js'
+import { splitWall, TemporalKind, temporalKind, wallUs } from '../temporal-params.js'
+import { daysFromCivil } from './civil.js'
+
+export { daysFromCivil }
 
 // date: int32 days since 2000-01-01 in binary, 'YYYY-MM-DD[ BC]' in text
 // (DateStyle ISO). Also the calendar arithmetic the other date/time codecs share:
@@ -28,15 +32,17 @@ const INT32_MIN = -2147483648
 /** '00'..'99', so formatting appends constants instead of converting numbers. */
 export const TWO_DIGITS: readonly string[] = Array.from({ length: 100 }, (_, i) => (i < 10 ? '0' : '') + i)
 
-// Civil-from-days and days-from-civil after Howard Hinnant's public-domain
-// algorithms: 400-year eras starting on March 1, so leap days fall at the end.
+// Civil-from-days after Howard Hinnant's public-domain algorithm: 400-year
+// eras starting on March 1, so leap days fall at the end. Its inverse,
+// daysFromCivil, is in civil.ts (re-exported here), where the modules this one
+// imports can reach it.
 
-let civilYear = 0
-let civilMonth = 0
-let civilDay = 0
+export let civilYear = 0
+export let civilMonth = 0
+export let civilDay = 0
 
 /** Splits a day number into civilYear (astronomical: 0 is 1 BC), civilMonth, civilDay. */
-function toCivil(day: number): void {
+export function toCivil(day: number): void {
   const z = day + PG_EPOCH_DAYS + 719468
   const era = Math.floor(z / 146097)
   // Within an era everything is a small non-negative integer: `| 0` floors.
@@ -47,16 +53,6 @@ function toCivil(day: number): void {
   civilDay = doy - (((153 * mp + 2) / 5) | 0) + 1
   civilMonth = mp < 10 ? mp + 3 : mp - 9
   civilYear = yoe + era * 400 + (civilMonth <= 2 ? 1 : 0)
-}
-
-/** The day number of a proleptic Gregorian date (astronomical year). */
-export function daysFromCivil(year: number, month: number, day: number): number {
-  const y = month <= 2 ? year - 1 : year
-  const era = Math.floor(y / 400)
-  const yoe = y - era * 400
-  const doy = (((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) | 0) + day - 1
-  const doe = yoe * 365 + ((yoe / 4) | 0) - ((yoe / 100) | 0) + doy
-  return era * 146097 + doe - 719468 - PG_EPOCH_DAYS
 }
 
 /** Days in a month of an astronomical year. */
@@ -187,7 +183,7 @@ function malformed(buf: Uint8Array, start: number, end: number): CodecError {
 }
 
 /** The day number of a text date, or ±Infinity. */
-function readTextDate(buf: Uint8Array, start: number, end: number): number {
+export function readTextDate(buf: Uint8Array, start: number, end: number): number {
   const c = end > start ? buf[start] : -1
   if (c === 0x69 /* i */ && isWord(buf, start, end, 'infinity')) return Infinity
   if (c === 0x2d /* - */ && isWord(buf, start, end, '-infinity')) return -Infinity
@@ -200,7 +196,8 @@ function readTextDate(buf: Uint8Array, start: number, end: number): number {
   return day
 }
 
-function readBinaryDate(buf: Uint8Array, start: number, end: number): number {
+/** The day number of a binary date, or ±Infinity. */
+export function readBinaryDate(buf: Uint8Array, start: number, end: number): number {
   if (end - start !== 4) throw new CodecError(`malformed binary date: ${end - start} bytes where 4 were expected`)
   const day = readInt32(buf, start)
   if (day === INT32_MAX) return Infinity
@@ -233,7 +230,21 @@ const decodeBinaryString: Decoder = (buf, start, end) => dayAsString(readBinaryD
 const decodeBinaryDate: Decoder = (buf, start, end) => dayAsDate(readBinaryDate(buf, start, end))
 
 function wrongValue(value: unknown): CodecError {
-  return new CodecError(`date needs a Date, a string or ±Infinity; got ${describeValue(value)}`)
+  return new CodecError(`date needs a Date, a Temporal.PlainDate, a string or ±Infinity; got ${describeValue(value)}`)
+}
+
+/**
+ * The day of a Temporal value: a PlainDate's, the date part of a
+ * PlainDateTime's or ZonedDateTime's wall clock, an Instant's in UTC (the
+ * day the server takes from the text of each); null for a PlainTime or a
+ * value that is not a Temporal one.
+ */
+function temporalDay(value: unknown): number | null {
+  const kind = temporalKind(value)
+  if (kind === TemporalKind.None || kind === TemporalKind.PlainTime || kind === TemporalKind.Duration || kind === TemporalKind.Other) return null
+  const day = splitWall(wallUs(value, kind))[0]
+  if (day < MIN_DAY) throw new CodecError(`${describeValue(value)} is out of range for date (before 4714-11-24 BC)`)
+  return day
 }
 
 /** The day number of a Date's UTC calendar day; throws for an invalid Date or one before 4714-11-24 BC. */
@@ -251,8 +262,12 @@ const encodeBinary = (w: Writer, value: unknown): boolean => {
   if (value instanceof Date) w.i32(dayOfDate(value))
   else if (value === Infinity) w.i32(INT32_MAX)
   else if (value === -Infinity) w.i32(INT32_MIN)
-  else throw wrongValue(value)
+  else w.i32(temporalDay(value) ?? throwWrong(value))
   return true
+}
+
+function throwWrong(value: unknown): never {
+  throw wrongValue(value)
 }
 
 const encodeText = (value: unknown): string => {
@@ -260,7 +275,7 @@ const encodeText = (value: unknown): string => {
   if (value instanceof Date) return pgDateText(dayOfDate(value))
   if (value === Infinity) return 'infinity'
   if (value === -Infinity) return '-infinity'
-  throw wrongValue(value)
+  return pgDateText(temporalDay(value) ?? throwWrong(value))
 }
 
 export const dateStringCodec: Codec = {

@@ -10,7 +10,8 @@ import { Interval } from '../interval.js'
 //   iso_8601           'P1Y2M3DT4H5M6.789S', 'P-1DT2H3M', 'PT-0.5S', 'PT0S'
 // Each component the server prints is exact (whole years, months, days, hours,
 // minutes, seconds plus at most six fractional digits), so the sums below are
-// exact as long as the microseconds stay within ±2^53, which is checked.
+// exact as long as the microseconds stay within ±2^53; beyond, they are summed
+// in a bigint (parseIntervalWith hands it on, parseIntervalText refuses it).
 //
 // The cursor lives in module state so that parsing allocates nothing but the result.
 
@@ -25,8 +26,8 @@ let end = 0
 let months = 0
 let days = 0
 let us = 0
-/** Set when the value is well formed but its microseconds pass ±2^53. */
-let tooBig = false
+/** The microseconds once their sum passes ±2^53 (then `us` is stale), else null. */
+let big: bigint | null = null
 
 /** The byte at i, or -1 past the end: bytes beyond the value are never looked at. */
 function ch(i: number): number {
@@ -74,11 +75,22 @@ function sign(): number {
   return 1
 }
 
-function addUs(x: number): void {
-  const sum = us + x
-  if (Number.isSafeInteger(x) && Number.isSafeInteger(sum)) us = sum
-  else tooBig = true
+/** Adds n·unit + extra microseconds (n an integer, extra a safe integer); exact at any size. */
+function addUs(n: number, unit: number, extra: number): void {
+  if (big === null) {
+    const x = n * unit + extra
+    const sum = us + x
+    if (Math.abs(n) <= MAX_SAFE_FACTOR / unit && Number.isSafeInteger(x) && Number.isSafeInteger(sum)) {
+      us = sum
+      return
+    }
+    big = BigInt(us)
+  }
+  big += BigInt(n) * BigInt(unit) + BigInt(extra)
 }
+
+/** Below this over the unit, n·unit is exact in a double. */
+const MAX_SAFE_FACTOR = Number.MAX_SAFE_INTEGER
 
 function twoDigits(at: number): number {
   const a = buf[at]! - 0x30
@@ -96,8 +108,8 @@ function time(s: number): boolean {
   pos += 6
   const f = fraction()
   if (f < 0) return false
-  addUs(s * h * US_PER_HOUR)
-  addUs(s * (m * US_PER_MINUTE + sec * US_PER_SECOND + f))
+  addUs(s * h, US_PER_HOUR, 0)
+  addUs(s, m * US_PER_MINUTE + sec * US_PER_SECOND + f, 0)
   return true
 }
 
@@ -143,13 +155,13 @@ function add(u: string, n: number, f: number): boolean {
       days += n
       return true
     case 'h':
-      addUs(n * US_PER_HOUR)
+      addUs(n, US_PER_HOUR, 0)
       return true
     case 'm':
-      addUs(n * US_PER_MINUTE)
+      addUs(n, US_PER_MINUTE, 0)
       return true
     case 's':
-      addUs(n * US_PER_SECOND + f)
+      addUs(n, US_PER_SECOND, f)
       return true
     default:
       return false
@@ -187,6 +199,7 @@ function verbose(): boolean {
       months = 0 - months
       days = 0 - days
       us = 0 - us
+      if (big !== null) big = -big
       return true
     }
     const s = sign()
@@ -291,13 +304,29 @@ const INT32_MAX = 2147483647
 
 /** An interval printed by the server in any IntervalStyle: an Interval, or ±Infinity for the infinite intervals. */
 export function parseIntervalText(b: Uint8Array, start: number, e: number): Interval | number {
+  const inf = parse(b, start, e)
+  if (inf !== 0) return inf
+  if (big !== null) {
+    throw new CodecError(`interval '${utf8Read(b, start, Math.min(e, start + 80))}' has more microseconds than a JavaScript number holds exactly (±2^53)`)
+  }
+  return new Interval(months, days, us)
+}
+
+/** The same, its fields handed to `make` (microseconds in a bigint beyond ±2^53); ±Infinity for the infinite intervals. */
+export function parseIntervalWith(b: Uint8Array, start: number, e: number, make: (months: number, days: number, us: number | bigint) => unknown): unknown {
+  const inf = parse(b, start, e)
+  return inf !== 0 ? inf : make(months, days, big ?? us)
+}
+
+/** Parses into months, days and us (or big); returns ±Infinity for the infinities, else 0. */
+function parse(b: Uint8Array, start: number, e: number): number {
   buf = b
   pos = start
   end = e
   months = 0
   days = 0
   us = 0
-  tooBig = false
+  big = null
   const c = ch(start)
   let ok: boolean
   if (c === 0x69 /* i */ || (c === 0x2d && ch(start + 1) === 0x69)) {
@@ -312,11 +341,8 @@ export function parseIntervalText(b: Uint8Array, start: number, e: number): Inte
   // Release the caller's chunk.
   buf = EMPTY
   if (!ok) throw new CodecError(`malformed interval value '${utf8Read(b, start, Math.min(e, start + 80))}'`)
-  if (tooBig) {
-    throw new CodecError(`interval '${utf8Read(b, start, Math.min(e, start + 80))}' has more microseconds than a JavaScript number holds exactly (±2^53)`)
-  }
-  if (months > INT32_MAX || months < -INT32_MAX - 1 || days > INT32_MAX || days < -INT32_MAX - 1) {
+  if (months > INT32_MAX || months < -INT32_MAX - 1 || days > INT32_MAX || days < -INT32_MAX - 1 || (big !== null && (big >= 2n ** 63n || big < -(2n ** 63n)))) {
     throw new CodecError(`interval '${utf8Read(b, start, Math.min(e, start + 80))}' is out of range`)
   }
-  return new Interval(months, days, us)
+  return 0
 }

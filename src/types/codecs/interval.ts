@@ -1,7 +1,8 @@
 import type { Writer } from '../../protocol/writer.js'
 import { CodecError, describeValue, type Codec, type Decoder, type ResolvedTypeOptions } from '../codec.js'
 import { Interval } from '../interval.js'
-import { readInt32, readUint32, writeInt64Number } from './binary.js'
+import { intervalFields, intervalIsoText, TemporalKind, temporalKind } from '../temporal-params.js'
+import { readInt32, readUint32, writeInt64, writeInt64Number } from './binary.js'
 import { parseIntervalText } from './interval-text.js'
 
 // interval: int64 microseconds, int32 days, int32 months in binary; text in any
@@ -30,7 +31,9 @@ const decodeBinary: Decoder = (buf, start, end) => {
 const decodeText: Decoder = parseIntervalText
 
 function wrongValue(value: unknown): CodecError {
-  return new CodecError(`interval needs an Interval, an object { months, days, microseconds } of integers, a string or ±Infinity; got ${describeValue(value)}`)
+  return new CodecError(
+    `interval needs an Interval, a Temporal.Duration, an object { months, days, microseconds } of integers, a string or ±Infinity; got ${describeValue(value)}`,
+  )
 }
 
 function isInt32(n: unknown): n is number {
@@ -59,6 +62,13 @@ const encodeBinary = (w: Writer, value: unknown): boolean => {
   // Sent as the text 'infinity', which PostgreSQL 17+ reads and older servers
   // refuse, where binary extremes would be taken as a huge finite interval.
   if (value === Infinity || value === -Infinity) return false
+  if (temporalKind(value) === TemporalKind.Duration) {
+    const [months, days, us] = intervalFields(value)
+    writeInt64(w, us)
+    w.i32(days)
+    w.i32(months)
+    return true
+  }
   const f = fieldsOf(value)
   if (f === null) throw wrongValue(value)
   writeInt64Number(w, f.microseconds)
@@ -71,6 +81,7 @@ const encodeText = (value: unknown): string => {
   if (typeof value === 'string') return value
   if (value === Infinity) return 'infinity'
   if (value === -Infinity) return '-infinity'
+  if (temporalKind(value) === TemporalKind.Duration) return intervalIsoText(...intervalFields(value))
   const f = fieldsOf(value)
   if (f === null) throw wrongValue(value)
   return f.toString()

@@ -2,7 +2,8 @@ import type { Writer } from '../../protocol/writer.js'
 import { utf8Read } from '../../protocol/utf8.js'
 import { CodecError, describeValue, type Codec, type Decoder, type ResolvedTypeOptions } from '../codec.js'
 import { readInt32, readUint32, writeInt64Number } from './binary.js'
-import { digits2, TWO_DIGITS, US_PER_DAY } from './date.js'
+import { splitWall, TemporalKind, temporalKind, wallUs } from '../temporal-params.js'
+import { digits2, pgDateText, TWO_DIGITS, US_PER_DAY } from './date.js'
 
 // time: int64 microseconds since midnight (0 to 24:00:00 inclusive); timetz adds
 // an int32 zone offset in seconds WEST of UTC. Both come back as the strings
@@ -186,14 +187,14 @@ function excerpt(buf: Uint8Array, start: number, end: number): string {
 }
 
 /** Microseconds since midnight of an 8-byte binary time, checked. */
-function readBinaryTime(name: string, buf: Uint8Array, start: number): number {
+export function readBinaryTime(name: string, buf: Uint8Array, start: number): number {
   const hi = readInt32(buf, start)
   const us = hi * 4294967296 + readUint32(buf, start + 4)
   if (hi < 0 || us > US_PER_DAY) throw new CodecError(`binary ${name} out of range: ${hi < 0 ? 'negative' : us} microseconds`)
   return us
 }
 
-function lengthError(name: string, n: number, expected: number): CodecError {
+export function timeLengthError(name: string, n: number, expected: number): CodecError {
   return new CodecError(`malformed binary ${name}: ${n} bytes where ${expected} were expected`)
 }
 
@@ -204,7 +205,7 @@ const decodeTimeText: Decoder = (buf, start, end) => {
 }
 
 const decodeTimeBinary: Decoder = (buf, start, end) => {
-  if (end - start !== 8) throw lengthError('time', end - start, 8)
+  if (end - start !== 8) throw timeLengthError('time', end - start, 8)
   return timeText(readBinaryTime('time', buf, start))
 }
 
@@ -218,7 +219,7 @@ const decodeTimetzText: Decoder = (buf, start, end) => {
 }
 
 const decodeTimetzBinary: Decoder = (buf, start, end) => {
-  if (end - start !== 12) throw lengthError('timetz', end - start, 12)
+  if (end - start !== 12) throw timeLengthError('timetz', end - start, 12)
   const us = readBinaryTime('timetz', buf, start)
   const zone = readInt32(buf, start + 8)
   if (zone >= TZDISP_LIMIT || zone <= -TZDISP_LIMIT) throw new CodecError(`binary timetz zone offset out of range: ${zone} seconds`)
@@ -226,11 +227,46 @@ const decodeTimetzBinary: Decoder = (buf, start, end) => {
 }
 
 function wrongValue(name: string, value: unknown): CodecError {
-  return new CodecError(`${name} needs a string such as '12:34:56.789'${name === 'timetz' ? " with an offset ('+05:30')" : ''}; got ${describeValue(value)}`)
+  return new CodecError(
+    `${name} needs a string such as '12:34:56.789'${name === 'timetz' ? " with an offset ('+05:30')" : ''} or a Temporal.PlainTime; got ${describeValue(value)}`,
+  )
+}
+
+/**
+ * The time of day of a Temporal value, in microseconds: a PlainTime's
+ * (24:00:00 where rounding carries it there, which time holds), the wall
+ * clock of a PlainDateTime or ZonedDateTime, an Instant's in UTC (the time
+ * the server takes from the text of each); null for other values.
+ */
+function temporalTime(value: unknown, kind: TemporalKind): number | null {
+  if (kind === TemporalKind.PlainTime) return Number(wallUs(value, kind))
+  if (kind === TemporalKind.Instant || kind === TemporalKind.ZonedDateTime || kind === TemporalKind.PlainDateTime) return splitWall(wallUs(value, kind))[1]
+  return null
+}
+
+/**
+ * timetz of a Temporal value, as text: a PlainTime or PlainDateTime has no
+ * offset, which the server then takes from its TimeZone (on the date given,
+ * for a PlainDateTime), so the date goes too.
+ */
+function temporalTimetzText(value: unknown): string | null {
+  const kind = temporalKind(value)
+  if (kind === TemporalKind.PlainTime) return timeText(Number(wallUs(value, kind)))
+  if (kind !== TemporalKind.Instant && kind !== TemporalKind.ZonedDateTime && kind !== TemporalKind.PlainDateTime) return null
+  const [day, us] = splitWall(wallUs(value, kind))
+  let offset = ''
+  if (kind === TemporalKind.Instant) offset = '+00'
+  else if (kind === TemporalKind.ZonedDateTime) offset = offsetText(Math.round((value as { offsetNanoseconds: number }).offsetNanoseconds / 1e9))
+  return pgDateText(day, ' ' + timeText(us) + offset)
 }
 
 const encodeTimeBinary = (w: Writer, value: unknown): boolean => {
-  if (typeof value !== 'string') throw wrongValue('time', value)
+  if (typeof value !== 'string') {
+    const us = temporalTime(value, temporalKind(value))
+    if (us === null) throw wrongValue('time', value)
+    writeInt64Number(w, us)
+    return true
+  }
   const us = parseTimeInput(value)
   if (us !== us || inputEnd !== value.length) return false
   writeInt64Number(w, us)
@@ -238,7 +274,10 @@ const encodeTimeBinary = (w: Writer, value: unknown): boolean => {
 }
 
 const encodeTimetzBinary = (w: Writer, value: unknown): boolean => {
-  if (typeof value !== 'string') throw wrongValue('timetz', value)
+  if (typeof value !== 'string') {
+    if (temporalKind(value) !== TemporalKind.None) return false
+    throw wrongValue('timetz', value)
+  }
   const us = parseTimeInput(value)
   if (us !== us) return false
   const east = parseOffsetInput(value, inputEnd)
@@ -250,13 +289,19 @@ const encodeTimetzBinary = (w: Writer, value: unknown): boolean => {
 }
 
 const encodeTimeText = (value: unknown): string => {
-  if (typeof value !== 'string') throw wrongValue('time', value)
-  return value
+  if (typeof value === 'string') return value
+  const us = temporalTime(value, temporalKind(value))
+  if (us === null) throw wrongValue('time', value)
+  return timeText(us)
 }
 
 const encodeTimetzText = (value: unknown): string => {
-  if (typeof value !== 'string') throw wrongValue('timetz', value)
-  return value
+  if (typeof value === 'string') return value
+  return temporalTimetzText(value) ?? throwWrong('timetz', value)
+}
+
+function throwWrong(name: string, value: unknown): never {
+  throw wrongValue(name, value)
 }
 
 export const timeCodec: Codec = {

@@ -1,7 +1,9 @@
 import type { Writer } from '../../protocol/writer.js'
 import { utf8Read } from '../../protocol/utf8.js'
 import { CodecError, describeValue, type Codec, type Decoder, type ResolvedTypeOptions } from '../codec.js'
-import { readInt32, readUint32 } from './binary.js'
+import { instantUs, splitWall, TemporalKind, temporalKind, wallUs } from '../temporal-params.js'
+import { temporalText } from '../temporal-values.js'
+import { readInt32, readUint32, writeInt64 } from './binary.js'
 import {
   checkedDay,
   dayOfMs,
@@ -36,7 +38,7 @@ const MIN_MS = MIN_DAY * MS_PER_DAY + PG_EPOCH_MS
 const INT32_MAX = 2147483647
 const INT32_MIN = -2147483648
 
-function lengthError(name: string, n: number): CodecError {
+export function lengthError(name: string, n: number): CodecError {
   return new CodecError(`malformed binary ${name}: ${n} bytes where 8 were expected`)
 }
 
@@ -46,11 +48,11 @@ function notADate(name: string, iso: string): CodecError {
 
 // Set by splitBinary and parseText: the value as a day number and the
 // microseconds into that day (UTC for timestamptz), always 0 <= splitUs < 1 day.
-let splitDay = 0
-let splitUs = 0
+export let splitDay = 0
+export let splitUs = 0
 
 /** Splits 8 bytes into splitDay/splitUs; returns ±Infinity for the infinities, else 0. Throws when out of range. */
-function splitBinary(name: string, buf: Uint8Array, start: number): number {
+export function splitBinary(name: string, buf: Uint8Array, start: number): number {
   const hi = readInt32(buf, start)
   const lo = readUint32(buf, start + 4)
   // µs = hi·2^32 + lo = q·2^13 + (lo mod 2^13), and 86400e6 = 2^13 · 10546875:
@@ -77,7 +79,7 @@ function excerpt(buf: Uint8Array, start: number, end: number): string {
  * into splitDay/splitUs (the offset applied, so UTC); returns ±Infinity for the
  * infinities, else 0. Throws on anything else.
  */
-function parseText(name: string, zoned: boolean, buf: Uint8Array, start: number, end: number): number {
+export function parseText(name: string, zoned: boolean, buf: Uint8Array, start: number, end: number): number {
   const c = end > start ? buf[start] : -1
   if (c === 0x69 /* i */ && isWord(buf, start, end, 'infinity')) return Infinity
   if (c === 0x2d /* - */ && isWord(buf, start, end, '-infinity')) return -Infinity
@@ -186,8 +188,27 @@ function writeMsAsUs(w: Writer, ms: number): void {
   w.i32(x - carry * 4294967296)
 }
 
+/** The first microsecond (since 2000-01-01) of timestamp's range, and the first past it. */
+const MIN_US = BigInt(MIN_DAY) * 86400000000n
+const END_US = BigInt(END_DAY) * 86400000000n
+
+/**
+ * The microseconds a Temporal value stands for as this type, checked against
+ * its range; null for a value that is no Temporal one. timestamptz takes the
+ * instant of an Instant or ZonedDateTime; a PlainDateTime or PlainDate has
+ * none, and goes as text for the server to read in its TimeZone ('text'). timestamp takes the wall clock (an Instant's in UTC, as for a Date).
+ */
+function temporalUs(name: string, zoned: boolean, value: unknown): bigint | 'text' | null {
+  const kind = temporalKind(value)
+  if (kind === TemporalKind.None || kind === TemporalKind.PlainTime || kind === TemporalKind.Duration || kind === TemporalKind.Other) return null
+  if (zoned && (kind === TemporalKind.PlainDateTime || kind === TemporalKind.PlainDate)) return 'text'
+  const us = zoned ? instantUs(value) : wallUs(value, kind)
+  if (us < MIN_US || us >= END_US) throw new CodecError(`${describeValue(value)} is out of range for ${name} (4714-11-24 BC to 294276 AD)`)
+  return us
+}
+
 function makeEncoders(name: string, zoned: boolean): { text: (value: unknown) => string; binary: (w: Writer, value: unknown) => boolean } {
-  const wrongValue = (value: unknown) => new CodecError(`${name} needs a Date, a string or ±Infinity; got ${describeValue(value)}`)
+  const wrongValue = (value: unknown) => new CodecError(`${name} needs a Date, a ${zoned ? 'Temporal.Instant' : 'Temporal.PlainDateTime'}, a string or ±Infinity; got ${describeValue(value)}`)
   const suffix = zoned ? '+00' : ''
   return {
     binary: (w, value) => {
@@ -199,7 +220,12 @@ function makeEncoders(name: string, zoned: boolean): { text: (value: unknown) =>
       } else if (value === -Infinity) {
         w.i32(INT32_MIN)
         w.i32(0)
-      } else throw wrongValue(value)
+      } else {
+        const us = temporalUs(name, zoned, value)
+        if (us === null) throw wrongValue(value)
+        if (us === 'text') return false
+        writeInt64(w, us)
+      }
       return true
     },
     text: (value) => {
@@ -211,7 +237,12 @@ function makeEncoders(name: string, zoned: boolean): { text: (value: unknown) =>
       }
       if (value === Infinity) return 'infinity'
       if (value === -Infinity) return '-infinity'
-      throw wrongValue(value)
+      const us = temporalUs(name, zoned, value)
+      if (us === null) throw wrongValue(value)
+      // A plain date/time without a zone: the server reads its text in its TimeZone.
+      if (us === 'text') return temporalText(value)!
+      const [day, rest] = splitWall(us)
+      return pgDateText(day, ' ' + timeText(rest) + suffix)
     },
   }
 }
