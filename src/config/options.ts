@@ -9,6 +9,7 @@ import type {
   SslNegotiation,
   TargetSessionAttrs,
 } from './types.js'
+import type { StreamFactory } from './byte-stream.js'
 
 /**
  * How to reach and log in to a server. Every field is optional: a field given
@@ -62,6 +63,14 @@ export interface ConnectOptions {
   sslkeylogfile?: string
   /** Extra options merged into the node:tls connect options (e.g. `ca` as a PEM string). */
   tls?: TlsConnectionOptions
+  /**
+   * Opens the byte stream each connection runs over, instead of a TCP or unix socket:
+   * for SSH tunnels, cloud SQL connectors, runtimes without node:net, and tests. Called
+   * once per connection attempt and once per cancel request (a cancel is a second
+   * connection), with the host and port being tried; returns (or resolves with) a
+   * Node Duplex or any {@link ByteStream}. TLS still follows sslmode over it.
+   */
+  stream?: StreamFactory
   /** SCRAM channel binding: disable, prefer (default) or require (PGCHANNELBINDING). */
   channelBinding?: ChannelBinding
   /** Authentication methods the server may use, libpq syntax: `scram-sha-256`, or negated `!password,!md5` (PGREQUIREAUTH). */
@@ -150,6 +159,7 @@ const OPTION_FIELDS: readonly OptionField[] = [
   'sslnegotiation',
   'sslkeylogfile',
   'tls',
+  'stream',
   'channelBinding',
   'requireAuth',
   'oauthBearerToken',

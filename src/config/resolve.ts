@@ -9,6 +9,7 @@ import path from 'node:path'
 import { ConfigError } from '../errors.js'
 import { readEnv, settingsFromEnv } from './env.js'
 import { type ConnectOptions, type OptionField, collectOptions, typeName } from './options.js'
+import type { StreamFactory } from './byte-stream.js'
 import { resolveOAuth } from './oauth-settings.js'
 import { homeDirectory } from './service-file.js'
 import { type Found, Sources, bool, count, duration, optionalStartupText, optionalText, text, typeError } from './sources.js'
@@ -153,6 +154,7 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
     sslnegotiation,
     sslkeylogfile: optionalText(src.find('sslkeylogfile', 'sslkeylogfile')),
     tls: resolveTls(src.find('tls', undefined)),
+    stream: resolveStream(src.find('stream', undefined)),
     channelBinding:
       channelBindingFound === undefined ? 'prefer' : parseEnum(text(channelBindingFound), CHANNEL_BINDINGS, channelBindingFound.origin),
     requireAuth: requireAuthFound === undefined ? undefined : parseRequireAuth(text(requireAuthFound), requireAuthFound.origin),
@@ -327,6 +329,15 @@ function resolveTls(found: Found | undefined): Record<string, unknown> | undefin
   const tls = found.value
   if (typeof tls !== 'object' || tls === null || Array.isArray(tls)) throw typeError(found.origin, tls, 'an object')
   return tls as Record<string, unknown>
+}
+
+function resolveStream(found: Found | undefined): StreamFactory | undefined {
+  if (found === undefined) return undefined
+  const stream = found.value
+  if (typeof stream === 'function') return stream as StreamFactory
+  // pg takes a stream object too; one stream serves one connection, and a client reconnects and cancels.
+  const what = typeof stream === 'object' && stream !== null && typeof (stream as { write?: unknown }).write === 'function' ? 'a stream object' : typeName(stream)
+  throw new ConfigError(found.origin.setting, `stream must be a function that opens a new byte stream for each connection and cancel request, got ${what} (wrap it: stream: () => makeStream())`)
 }
 
 /**

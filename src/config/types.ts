@@ -7,6 +7,7 @@ export type SslNegotiation = 'postgres' | 'direct'
 export type TargetSessionAttrs = 'any' | 'read-write' | 'read-only' | 'primary' | 'standby' | 'prefer-standby'
 export type AuthMethodName = 'password' | 'md5' | 'scram-sha-256' | 'oauth' | 'gss' | 'sspi' | 'none'
 export type ProtocolVersion = '3.0' | '3.2'
+import type { StreamFactory } from './byte-stream.js'
 
 /** A password, or a function returning one (called at every connection attempt, e.g. for rotating tokens). */
 export type PasswordSource = string | (() => string | Promise<string>)
@@ -62,6 +63,8 @@ export interface ConnectionConfig {
   sslkeylogfile: string | undefined
   /** Extra options merged into node:tls connect options (e.g. `ca` as a string); from the options object only. */
   tls: Record<string, unknown> | undefined
+  /** Opens the byte stream instead of a TCP or unix socket; from the options object only. */
+  stream: StreamFactory | undefined
   channelBinding: ChannelBinding
   /** undefined: any method is allowed. */
   requireAuth: RequireAuth | undefined

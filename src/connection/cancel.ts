@@ -2,8 +2,9 @@ import type { ConnectionConfig, HostAddress } from '../config/types.js'
 import { ConnectionError } from '../errors.js'
 import { writeCancelRequest } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
-import type { Socket } from 'node:net'
-import { describeHost, openTransport, type TlsAttempt, type Transport } from './transport.js'
+import type { ByteStream } from '../config/byte-stream.js'
+import { openTransport } from './open.js'
+import { describeHost, type TlsAttempt, type Transport } from './transport.js'
 
 // A CancelRequest goes on a connection of its own, to the same server, over TLS
 // when the connection it cancels uses TLS (its secret key must not travel in
@@ -42,7 +43,7 @@ export function cancelTimeoutOf(config: ConnectionConfig): number {
 
 /** Starts opening a cancel connection; nothing is written until send(). */
 export function openCancelChannel(config: ConnectionConfig, host: HostAddress, tls: TlsAttempt): CancelChannel {
-  let socket: Socket | undefined
+  let socket: ByteStream | undefined
   let done = false
   const limit = cancelTimeoutOf(config)
   const where = describeHost(host)
@@ -65,8 +66,8 @@ export function openCancelChannel(config: ConnectionConfig, host: HostAddress, t
     openTransport(config, host, tls, (s) => {
       socket = s
       if (done) s.destroy()
-      else s.unref()
-    }),
+      else s.unref?.()
+    }, 'cancel'),
     deadline,
   ])
   opened.then(
@@ -84,7 +85,7 @@ export function openCancelChannel(config: ConnectionConfig, host: HostAddress, t
         const { socket: s } = await opened
         if (done) throw new ConnectionError('PG_CONNECTION_CLOSED', `the cancel connection to ${where} was already closed`)
         clearTimeout(openTimer)
-        s.ref()
+        s.ref?.()
         const w = new Writer(64)
         writeCancelRequest(w, processId, secretKey)
         let timer: NodeJS.Timeout | undefined
@@ -94,7 +95,8 @@ export function openCancelChannel(config: ConnectionConfig, host: HostAddress, t
           s.once('error', () => resolve())
           timer = setTimeout(() => reject(new ConnectionError('PG_CONNECT_TIMEOUT', `the server at ${where} did not close the cancel connection`)), limit)
           s.resume()
-          s.end(w.take())
+          s.write(w.take())
+          s.end()
         }).finally(() => clearTimeout(timer))
       } finally {
         finish()

@@ -1,10 +1,11 @@
-import type { Socket } from 'node:net'
+import type { ByteStream } from '../config/byte-stream.js'
 import type { ConnectionConfig, HostAddress, TargetSessionAttrs } from '../config/types.js'
 import { ConfigError, ConnectionError, PgError } from '../errors.js'
 import { SqlState } from '../protocol/sql-state.js'
 import { Connection } from './connection.js'
 import type { ConnectionEvents } from './connection-events.js'
-import { describeHost, isUnixHost, openTransport, TlsRefused, type TlsAttempt } from './transport.js'
+import { openTransport } from './open.js'
+import { describeHost, isUnixHost, TlsRefused, type TlsAttempt } from './transport.js'
 
 // Which hosts to try, in which order, with or without TLS, and with which
 // protocol version; one Connection per attempt, the first that reaches
@@ -143,7 +144,7 @@ async function attempt(
   target: TargetSessionAttrs,
   events: ConnectionEvents,
 ): Promise<Connection> {
-  let socket: Socket | undefined
+  let socket: ByteStream | undefined
   let conn: Connection | undefined
   let timer: NodeJS.Timeout | undefined
   let ready = false
@@ -169,7 +170,7 @@ async function attempt(
     }, config.connectTimeout)
   })
   try {
-    const transport = await Promise.race([openTransport(config, h, tls, (s) => (socket = s)), deadline])
+    const transport = await Promise.race([openTransport(config, h, tls, (s) => (socket = s), 'connection'), deadline])
     conn = new Connection(transport, config, h, protocol, guarded)
     await Promise.race([conn.ready(), deadline])
     const unsuitable = checkTarget(conn, target, h)

@@ -1,4 +1,4 @@
-import type { Socket } from 'node:net'
+import type { ByteStream } from '../config/byte-stream.js'
 import type { ConnectionConfig, HostAddress } from '../config/types.js'
 import { ConnectionError, ProtocolError, type PgErrorFields } from '../errors.js'
 import { decodeErrorFields, decodeNotification, decodeParameterStatus, decodeReadyForQuery, type TransactionStatus } from '../protocol/backend.js'
@@ -35,7 +35,7 @@ const FLUSH_BYTES = 128 * 1024
  */
 export class Connection implements MessageSink, RequestContext {
   private state = State.Startup
-  private readonly socket: Socket
+  private readonly socket: ByteStream
   private readonly writer = new Writer()
   private readonly framer: Framer
   private readonly inflight = new Queue<Request>()
@@ -266,10 +266,10 @@ export class Connection implements MessageSink, RequestContext {
     }
     if (tail === undefined) return this.flush()
     // One writev for the buffer and the tail: two writes would be two syscalls, and two packets without Nagle.
-    this.socket.cork()
+    this.socket.cork?.()
     this.flush()
     if (!this.socket.write(tail)) this.blocked = true
-    this.socket.uncork()
+    this.socket.uncork?.()
   }
 
   private flush(): void {
@@ -299,7 +299,7 @@ export class Connection implements MessageSink, RequestContext {
     if (this.state === State.Ending && this.pending.length === 0 && this.inflight.length === 0) this.terminate()
   }
 
-  private onData(chunk: Buffer, n: number): void {
+  private onData(chunk: Uint8Array, n: number): void {
     if (this.state === State.Closed) return
     this.chunksRead++
     this.readAt = performance.now()

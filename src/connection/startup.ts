@@ -1,4 +1,3 @@
-import type { TLSSocket } from 'node:tls'
 import type { ConnectionConfig, AuthMethodName, HostAddress } from '../config/types.js'
 import { passwordFromPassfile } from '../config/index.js'
 import { AuthError, ConnectionError, PgError, ProtocolError } from '../errors.js'
@@ -379,7 +378,7 @@ export class Startup {
     if (this.config.sslmode !== 'verify-full') {
       return `TLS with sslmode=${this.config.sslmode}, which does not check that the server certificate names the host`
     }
-    if ((t.socket as TLSSocket).authorized !== true) return 'TLS whose server certificate was not verified (see the tls option)'
+    if (!t.authorized) return 'TLS whose server certificate was not verified (see the tls option)'
     return undefined
   }
 

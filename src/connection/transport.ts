@@ -2,6 +2,7 @@ import { appendFileSync, closeSync, openSync } from 'node:fs'
 import * as net from 'node:net'
 import * as tls from 'node:tls'
 import { join } from 'node:path'
+import type { ByteStream } from '../config/byte-stream.js'
 import type { ConnectionConfig, HostAddress } from '../config/types.js'
 import { ConfigError, ConnectionError, ProtocolError } from '../errors.js'
 import { writeSSLRequest } from '../protocol/frontend.js'
@@ -9,14 +10,18 @@ import { Writer } from '../protocol/writer.js'
 import { tlsOptionsFor } from './tls-options.js'
 
 // Opens the byte stream a connection runs over: TCP, a unix socket, TLS after
-// an SSLRequest, or TLS from the first byte (sslnegotiation=direct). Everything
-// above this file sees a duplex stream and whether it is encrypted.
+// an SSLRequest, or TLS from the first byte (sslnegotiation=direct), or
+// whatever the `stream` option opens (see custom-stream.ts). Everything above
+// this file sees a ByteStream and whether it is encrypted.
 
 export type TlsAttempt = 'none' | 'request' | 'request-or-plain' | 'direct'
 
 export interface Transport {
-  socket: net.Socket
+  /** A net.Socket or tls.TLSSocket when pipegres opened it; whatever the `stream` option gave otherwise. */
+  socket: ByteStream
   tls: boolean
+  /** TLS whose certificate was verified (chain, and host name where the sslmode asks for it). */
+  authorized: boolean
   /** How TLS was set up, so a cancel connection can do the same: 'direct', 'request' (SSLRequest) or 'none'. */
   mode: 'none' | 'request' | 'direct'
   /** The server certificate (DER) when TLS is in use, for SCRAM channel binding. */
@@ -64,10 +69,10 @@ function plainReader(): { reader: ChunkReader; onread: net.OnReadOpts } {
  * buffer where the socket reads into it, copied first while `mustCopy()` says
  * a view of it may be kept; else as the socket's 'data' events.
  */
-export function readFrom(t: Transport, onData: (chunk: Buffer, n: number) => void, mustCopy: () => boolean): void {
+export function readFrom(t: Transport, onData: (chunk: Uint8Array, n: number) => void, mustCopy: () => boolean): void {
   const reader = t.reader
   if (reader === null) {
-    t.socket.on('data', (chunk: Buffer) => onData(chunk, chunk.length))
+    t.socket.on('data', (chunk: Uint8Array) => onData(chunk, chunk.length))
     return
   }
   reader.target = (buf, n) => (mustCopy() ? onData(Buffer.from(buf.subarray(0, n)), n) : onData(buf, n))
@@ -113,7 +118,7 @@ export function socketError(err: unknown, where: string): ConnectionError | Prot
   return new ConnectionError(code, `${verb} ${where}${suffix}: ${e.message}`, { cause: err })
 }
 
-function waitConnect(socket: net.Socket, event: 'connect' | 'secureConnect', where: string): Promise<void> {
+export function waitConnect(socket: net.Socket, event: 'connect' | 'secureConnect', where: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => {
       cleanup()
@@ -139,7 +144,7 @@ function waitConnect(socket: net.Socket, event: 'connect' | 'secureConnect', whe
   })
 }
 
-function tlsError(err: unknown, where: string): ConnectionError | ProtocolError | ConfigError {
+export function tlsError(err: unknown, where: string): ConnectionError | ProtocolError | ConfigError {
   if (err instanceof ConnectionError || err instanceof ConfigError) return err
   const e = err as NodeJS.ErrnoException
   if (e.code && connectCodes[e.code]) return socketError(err, where)
@@ -147,9 +152,9 @@ function tlsError(err: unknown, where: string): ConnectionError | ProtocolError 
 }
 
 /** Reads the one-byte answer to SSLRequest. Any further byte is an attack (CVE-2021-23222) or a broken server. */
-function readSslAnswer(socket: net.Socket, where: string): Promise<number> {
+export function readSslAnswer(socket: ByteStream, where: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
+    const onData = (chunk: Uint8Array) => {
       cleanup()
       socket.pause()
       if (chunk.length !== 1) {
@@ -182,15 +187,10 @@ function readSslAnswer(socket: net.Socket, where: string): Promise<number> {
 export class TlsRefused extends ConnectionError {}
 
 /**
- * Opens a transport. `register` receives the socket as soon as it exists so the
- * caller can destroy it on a connect timeout.
+ * Opens a transport over node:net and node:tls. `register` receives the socket
+ * as soon as it exists so the caller can destroy it on a connect timeout.
  */
-export async function openTransport(
-  config: ConnectionConfig,
-  h: HostAddress,
-  attempt: TlsAttempt,
-  register: (s: net.Socket) => void,
-): Promise<Transport> {
+export async function openSocket(config: ConnectionConfig, h: HostAddress, attempt: TlsAttempt, register: (s: ByteStream) => void): Promise<Transport> {
   const where = describeHost(h)
   const unix = isUnixHost(h.host)
   const target = h.hostaddr ?? h.host
@@ -258,7 +258,7 @@ export async function openTransport(
  * opened for appending before the handshake, so that a path that cannot be
  * written is a ConfigError before anything is sent.
  */
-function openKeyLog(config: ConnectionConfig): void {
+export function openKeyLog(config: ConnectionConfig): void {
   const file = config.sslkeylogfile
   if (file === undefined) return
   try {
@@ -275,7 +275,7 @@ function openKeyLog(config: ConnectionConfig): void {
  * connection is still being captured. A line that cannot be written closes
  * the connection: a key log with holes would fail the debugging it is for.
  */
-function logKeys(socket: tls.TLSSocket, config: ConnectionConfig): void {
+export function logKeys(socket: tls.TLSSocket, config: ConnectionConfig): void {
   const file = config.sslkeylogfile
   if (file === undefined) return
   socket.on('keylog', (line: Buffer) => {
@@ -288,13 +288,18 @@ function logKeys(socket: tls.TLSSocket, config: ConnectionConfig): void {
 }
 
 function finish(socket: net.Socket, mode: Transport['mode'], config: ConnectionConfig, reader: ChunkReader | null = null): Transport {
-  const encrypted = mode !== 'none'
   socket.setNoDelay(true)
   if (config.keepAlive) socket.setKeepAlive(true, config.keepAliveIdle)
+  return nodeTransport(socket, mode, reader)
+}
+
+/** A transport over a socket of node:net or node:tls (the latter also over a custom stream). */
+export function nodeTransport(socket: net.Socket, mode: Transport['mode'], reader: ChunkReader | null = null): Transport {
+  const encrypted = mode !== 'none'
   let peerCertificate: Uint8Array | undefined
   if (encrypted) {
     const cert = (socket as tls.TLSSocket).getPeerX509Certificate()
     peerCertificate = cert?.raw
   }
-  return { socket, tls: encrypted, mode, peerCertificate, reader }
+  return { socket, tls: encrypted, authorized: encrypted && (socket as tls.TLSSocket).authorized === true, mode, peerCertificate, reader }
 }

@@ -164,7 +164,7 @@ function publicMembers(statement: string): Map<string, string> {
 /** Every name the package exports, types included. */
 const expectedNames = [
   'AbortError', 'AcquireTrace', 'ArgumentError', 'AuthError', 'AuthMethodName', 'BatchBuilder',
-  'BatchOptions', 'BatchQueryOptions', 'BeginMessage',
+  'BatchOptions', 'BatchQueryOptions', 'BeginMessage', 'ByteStream',
   'BeginPrepareMessage', 'ChangeMessage', 'ChangeMessageBase', 'ChangeRow', 'ChannelBinding',
   'Client', 'ClientErrorCode', 'ClientEvents', 'ClientOptions', 'ColumnValues', 'Columns',
   'CodecError', 'CommitMessage', 'CommitPreparedMessage', 'ConfigError', 'ConnectOptions', 'ConnectTrace',
@@ -182,8 +182,8 @@ const expectedNames = [
   'ReplicationError', 'ReplicationFailure', 'ReplicationLag', 'ReplicationStream', 'ReplicationStreamEvents',
   'ReplicationStreamOptions', 'RequireAuth', 'ReservedClient', 'Result', 'ResultLimitError',
   'RollbackPreparedMessage', 'RouteOptions', 'Row', 'RowMode', 'RowQueryOptions', 'RowStream',
-  'SimpleQueryOptions', 'SqlState', 'SqlStateCode', 'SslMode', 'SslNegotiation', 'StartTransactionOptions', 'StartedTransaction',
-  'StreamAbortMessage', 'StreamCommitMessage', 'StreamOptions', 'StreamStartMessage',
+  'SimpleQueryOptions', 'SqlState', 'SqlStateCode', 'SslMode', 'SslNegotiation', 'StartTlsOptions', 'StartTransactionOptions', 'StartedTransaction',
+  'StreamAbortMessage', 'StreamCommitMessage', 'StreamFactory', 'StreamOptions', 'StreamStartMessage', 'StreamTarget',
   'StreamStopMessage', 'SubscribeOptions', 'Subscription', 'SystemIdentity', 'TargetSessionAttrs',
   'TimeoutError', 'TracingOptions', 'Transaction', 'TransactionError', 'TransactionOptions',
   'TransactionRetry', 'TransactionState', 'TransactionStatus', 'TruncateMessage', 'TypeMessage', 'TypeOptions',
