@@ -34,7 +34,7 @@ after(async () => {
 interface Through {
   url: string
   admin: string
-  /** Parse messages clients sent, Parse messages PgBouncer sent to servers, and Binds, so far. */
+  /** Parse and Bind messages of named statements so far: from clients, and Parse messages PgBouncer sent to servers (unnamed ones are not counted). */
   counts(): Promise<{ clientParses: number; serverParses: number; binds: number }>
 }
 
@@ -52,8 +52,9 @@ async function bouncer(settings: Record<string, string> = {}): Promise<Through> 
       const c = await connect(admin)
       try {
         const [stats] = await c.simpleQuery<Record<string, string>>('SHOW STATS')
-        const row = stats!.rows.find((r) => r.database === 'postgres')!
-        return { clientParses: Number(row.total_client_parse_count), serverParses: Number(row.total_server_parse_count), binds: Number(row.total_bind_count) }
+        // No row before the first client of the database.
+        const row = stats!.rows.find((r) => r.database === 'postgres') ?? {}
+        return { clientParses: Number(row.total_client_parse_count ?? 0), serverParses: Number(row.total_server_parse_count ?? 0), binds: Number(row.total_bind_count ?? 0) }
       } finally {
         await c.end()
       }
@@ -127,17 +128,19 @@ test("prepare: 'always' inside transactions, on whichever server connection they
     ),
   )
   const after = await through.counts()
-  // a prepared both texts before; b prepares each once. Nothing is prepared again inside the transactions.
-  assert.ok(after.clientParses - before.clientParses <= 3, `${after.clientParses - before.clientParses} Parse messages`)
+  // a prepared its texts before; b prepares each once. Nothing is prepared again inside the transactions.
+  const parses = after.clientParses - before.clientParses
+  assert.ok(parses >= 1 && parses <= 3, `${parses} Parse messages`)
+  assert.ok(after.binds - before.binds >= 44, `${after.binds - before.binds} Binds`)
 })
 
-test('the default (prepare: true) through PgBouncer 1.24: unnamed statements, a Parse per query, as behind any pooler pipegres recognises', { skip }, async () => {
+test('the default (prepare: true) through PgBouncer 1.24: unnamed statements, as behind any pooler pipegres recognises', { skip }, async () => {
   const through = await bouncer()
   const c = await client(through.url)
   const before = await through.counts()
   await load(c, 'd6', 3)
   const after = await through.counts()
-  assert.ok(after.clientParses - before.clientParses >= 300, `${after.clientParses - before.clientParses} Parse messages for 300 queries`)
+  assert.deepEqual(after, before, 'no named statement parsed or bound')
   assert.deepEqual((await c.query('SELECT count(*)::int AS n FROM pg_prepared_statements')).rows, [{ n: 0 }])
   // Per query, prepare is true or false: 'always' is the connection's setting.
   await assert.rejects(
