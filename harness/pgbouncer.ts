@@ -1,5 +1,6 @@
-// A real PgBouncer (Debian's `pgbouncer` package) in front of a test server,
-// on a free loopback port, for tests and benchmarks of pooler behaviour.
+// A real PgBouncer (Debian's `pgbouncer` package, 1.18 on bookworm; or 1.24,
+// built from Debian trixie's source by scripts/build-pgbouncer.sh) in front of a
+// test server, on a free loopback port, for tests and benchmarks of pooler behaviour.
 //
 //   const bouncer = await startPgBouncer(server, { poolMode: 'transaction', poolSize: 2 })
 //   connect(`postgres://postgres@127.0.0.1:${bouncer.port}/postgres?sslmode=disable`)
@@ -10,7 +11,8 @@ import { existsSync } from 'node:fs'
 import { chmod, chown, mkdtemp, open, rm, writeFile } from 'node:fs/promises'
 import { connect as tcpConnect } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { freePort, isAlive, logTail, serverAccount, serverEnv } from './os.js'
 
 export interface PgBouncerOptions {
@@ -19,6 +21,8 @@ export interface PgBouncerOptions {
   poolSize: number
   /** Extra [pgbouncer] settings. */
   settings?: Record<string, string>
+  /** The binary to run (default: findPgBouncer()). */
+  binary?: string
 }
 
 export interface RunningPgBouncer {
@@ -46,11 +50,27 @@ export function findPgBouncer(): string | undefined {
   return CANDIDATES.find((p) => existsSync(p))
 }
 
+/** What builds PgBouncer 1.24 where findPgBouncer124() looks (repository-relative). */
+export const PGBOUNCER_124_SCRIPT = 'scripts/build-pgbouncer.sh'
+
+/**
+ * PgBouncer 1.24 (protocol-level prepared statements, max_prepared_statements):
+ * PIPEGRES_PGBOUNCER_124, else .tmp/pgbouncer-1.24/bin/pgbouncer in the
+ * repository, where scripts/build-pgbouncer.sh puts it; undefined when there is none.
+ */
+export function findPgBouncer124(): string | undefined {
+  const fromEnv = process.env.PIPEGRES_PGBOUNCER_124
+  if (fromEnv) return fromEnv
+  // This file runs from build/harness/: the repository is two folders up.
+  const built = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '.tmp', 'pgbouncer-1.24', 'bin', 'pgbouncer')
+  return existsSync(built) ? built : undefined
+}
+
 const running = new Set<ChildProcess>()
 let exitHook = false
 
 export async function startPgBouncer(server: BackendServer, options: PgBouncerOptions): Promise<RunningPgBouncer> {
-  const binary = findPgBouncer()
+  const binary = options.binary ?? findPgBouncer()
   if (binary === undefined) throw new Error('pgbouncer is not installed (Debian: apt-get install pgbouncer; or set PIPEGRES_PGBOUNCER)')
   if (!exitHook) {
     exitHook = true

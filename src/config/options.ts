@@ -118,8 +118,15 @@ export interface ConnectOptions {
   service?: string
   /** Connection service file (libpq 18 `servicefile`). Default PGSERVICEFILE, else ~/.pg_service.conf; then PGSYSCONFDIR/pg_service.conf. */
   servicefile?: string
-  /** Use named, cached prepared statements. Default true; false for PgBouncer in transaction mode. */
-  prepare?: boolean
+  /**
+   * Named, cached prepared statements (URL: `prepare=always`, `prepare=false`).
+   * `true` (the default): named, except behind a transaction-mode pooler (declared
+   * with `pooler`, or recognised by its made-up backend pid), where each query uses
+   * the unnamed statement. `'always'`: named there too, for a pooler that keeps
+   * prepared statements itself (PgBouncer 1.21+ with `max_prepared_statements` > 0).
+   * `false`: never.
+   */
+  prepare?: boolean | 'always'
   /**
    * What the hosts are, when they are a connection pooler (URL: `pooler=transaction`).
    * `'transaction'` for a transaction-mode pooler (PgBouncer's `pool_mode=transaction`):

@@ -12,7 +12,7 @@ import { type ConnectOptions, type OptionField, collectOptions, typeName } from 
 import type { StreamFactory } from './byte-stream.js'
 import { resolveOAuth } from './oauth-settings.js'
 import { homeDirectory } from './service-file.js'
-import { type Found, Sources, bool, count, duration, optionalStartupText, optionalText, text, typeError } from './sources.js'
+import { type Found, Sources, bool, count, prepareMode, duration, optionalStartupText, optionalText, text, typeError } from './sources.js'
 import type {
   ChannelBinding,
   ConnectionConfig,
@@ -167,7 +167,7 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
     targetSessionAttrs: targetFound === undefined ? 'any' : parseEnum(text(targetFound), TARGET_SESSION_ATTRS, targetFound.origin),
     loadBalanceHosts: loadBalanceFound === undefined ? 'disable' : parseEnum(text(loadBalanceFound), LOAD_BALANCE, loadBalanceFound.origin),
     replication: resolveReplication(src.find('replication', 'replication')),
-    prepare: bool(src.find('prepare', 'prepare'), true),
+    prepare: prepareMode(src.find('prepare', 'prepare')),
     pooler: poolerFound === undefined ? undefined : parseEnum(text(poolerFound), POOLER_MODES, poolerFound.origin),
     statementCacheSize: count(src.find('statementCacheSize', 'statement_cache_size'), DEFAULT_STATEMENT_CACHE_SIZE, 0),
     maxMessageSize: count(src.find('maxMessageSize', undefined), DEFAULT_MAX_MESSAGE_SIZE, 1),

@@ -105,6 +105,23 @@ export function bool(found: Found | undefined, fallback: boolean): boolean {
 }
 
 /**
+ * The prepare setting: a boolean (as bool()) or 'always', which keeps named
+ * statements even behind a recognised transaction-mode pooler (one that keeps
+ * them itself, such as PgBouncer 1.21+ with max_prepared_statements).
+ */
+export function prepareMode(found: Found | undefined): boolean | 'always' {
+  if (found === undefined) return true
+  if (found.kind === 'text') {
+    const word = found.value.trim().toLowerCase()
+    if (word === 'always') return 'always'
+    if (!/^(1|0|true|false|on|off|yes|no)$/.test(word)) invalid(found.origin, found.value, 'expected always, or 1 or 0 (or true/false, on/off, yes/no)')
+    return parseBool(word, found.origin)
+  }
+  if (found.value === 'always' || typeof found.value === 'boolean') return found.value
+  throw typeError(found.origin, found.value, "a boolean or 'always'")
+}
+
+/**
  * Milliseconds from the options object, or whole seconds from a string or the
  * environment (libpq's unit). For connect_timeout libpq turns 1 into 2, since
  * rounding could make a 1-second timeout fire almost at once.

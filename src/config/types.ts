@@ -89,8 +89,14 @@ export interface ConnectionConfig {
   /** libpq's `replication`: a logical ('database') or physical walsender connection; undefined: an ordinary one. */
   replication: 'database' | 'physical' | undefined
 
-  /** pipegres: use named, cached prepared statements (false for PgBouncer in transaction mode). */
-  prepare: boolean
+  /**
+   * pipegres: use named, cached prepared statements. true: except behind a
+   * transaction-mode pooler (declared, or recognised by its made-up backend
+   * pid), where they run unnamed; 'always': there too, for a pooler that keeps
+   * prepared statements itself (PgBouncer 1.21+ with max_prepared_statements);
+   * false: never.
+   */
+  prepare: boolean | 'always'
   /**
    * pipegres: what the hosts are, when they are known to be a pooler. 'transaction': a
    * transaction-mode pooler (statements that would leave state on a server session are

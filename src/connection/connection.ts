@@ -7,6 +7,7 @@ import { Backend, backendMessageName } from '../protocol/message-codes.js'
 import { SqlState } from '../protocol/sql-state.js'
 import { writeTerminate } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
+import type { InflightBound } from './inflight-bound.js'
 import { Queue } from './queue.js'
 import { keepsReads, type Request, type RequestContext, type WriteStamp } from './request.js'
 import { cancelTimeoutOf, openCancelChannel } from './cancel.js'
@@ -55,17 +56,10 @@ export class Connection implements MessageSink, RequestContext {
   private drainWaiters: (() => void)[] = []
   /** Times cancels on the server; exists only while one is pending or its signal may still land. */
   private canceller: CancelScheduler | null = null
-  /**
-   * Socket chunks read so far. Whether the server ever sent a byte: a server
-   * that closes a startup unanswered may not know the protocol version asked
-   * for; and whether it said anything since a cancel reached it.
-   */
+  /** Socket chunks read so far: whether the server ever sent a byte (a server that closes a startup unanswered may not know the
+   * protocol version asked for), and whether it said anything since a cancel reached it. */
   private chunksRead = 0
-  /**
-   * Requests in flight that may keep views of the server's bytes past a read
-   * (see keepsReads): while there are any, a read into the shared buffer is
-   * copied first.
-   */
+  /** Requests in flight that may keep views of the server's bytes past a read (see keepsReads): while any do, a read into the shared buffer is copied first. */
   private keepers = 0
   /** See RequestContext.writeStamp and readAt. */
   writeStamp: WriteStamp = { at: 0 }
@@ -74,6 +68,8 @@ export class Connection implements MessageSink, RequestContext {
   attachment: unknown = null
   /** Queries that failed with query_canceled while a cancel aimed at another was outstanding: should stay 0. */
   cancelMisfires = 0
+  /** What may be in flight at once; the rest waits in `pending`. null (unbounded) on a direct connection. */
+  bound: InflightBound | null = null
   /** Requests the server has answered in full (with a result or an error): whether the connection was of any use. */
   completedRequests = 0
   private startup: Startup | null
@@ -176,7 +172,7 @@ export class Connection implements MessageSink, RequestContext {
       req.fail(closedError(this.closeError, this.where), false)
       return
     }
-    if (this.blocked || this.pending.length > 0 || this.holders.size > 0) {
+    if (this.blocked || this.pending.length > 0 || this.holders.size > 0 || !(this.bound?.admits(this.inflight.length) ?? true)) {
       this.pending.push(req)
       return
     }
@@ -192,7 +188,7 @@ export class Connection implements MessageSink, RequestContext {
       req.fail(closedError(this.closeError, this.where), false)
       return
     }
-    if (!this.encode(req)) return
+    if (!this.encode(req, true)) return
     this.inflight.unshift(req)
     if (keepsReads(req)) this.keepers++
     this.flush()
@@ -225,7 +221,7 @@ export class Connection implements MessageSink, RequestContext {
   }
 
   private write(req: Request): void {
-    if (req.dropped === true || !this.encode(req)) return
+    if (req.dropped === true || !this.encode(req, false)) return
     this.inflight.push(req)
     if (keepsReads(req)) this.keepers++
     if (this.writer.length >= FLUSH_BYTES) this.flush()
@@ -240,11 +236,12 @@ export class Connection implements MessageSink, RequestContext {
    * throws leaves nothing behind (never half a message on the wire) and fails
    * unsent; false then.
    */
-  private encode(req: Request): boolean {
+  private encode(req: Request, ahead: boolean): boolean {
     const w = this.writer
     const mark = w.length
     try {
       req.encode(w, this)
+      this.bound?.written(w.length - mark, ahead)
       return true
     } catch (err) {
       w.truncate(mark)
@@ -292,7 +289,7 @@ export class Connection implements MessageSink, RequestContext {
 
   /** Writes waiting requests until the socket pushes back again. */
   private pump(): void {
-    while (!this.blocked && this.holders.size === 0 && this.pending.length > 0 && this.state !== State.Closed) {
+    while (!this.blocked && this.holders.size === 0 && this.pending.length > 0 && this.state !== State.Closed && (this.bound?.admits(this.inflight.length) ?? true)) {
       this.write(this.pending.shift()!)
       if (this.writer.length >= FLUSH_BYTES) this.flush()
     }
@@ -359,6 +356,8 @@ export class Connection implements MessageSink, RequestContext {
       if (keepsReads(head)) this.keepers--
       this.completedRequests++
       if (this.canceller !== null) this.canceller.completed(head)
+      this.bound?.completed()
+      if (this.bound !== null && this.pending.length > 0) this.pump()
       if (this.inflight.length === 0 && this.pending.length === 0) {
         if (this.state === State.Ending) this.terminate()
         else this.events.idle?.()

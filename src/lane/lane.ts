@@ -10,7 +10,7 @@ import { Session } from '../query/session.js'
 import { lookupTypeInfos } from '../query/type-lookup.js'
 import { makeQuery, type QueryDefaults } from '../queryable/queryable.js'
 import { LaneQueryable } from './lane-queryable.js'
-import { probePooling } from './probe.js'
+import { probePooling, settlePooling } from './probe.js'
 import { replicationRefusal } from './replication-guard.js'
 import { backOff, settleLostConnection, type Backoff } from './backoff.js'
 import { active, connectChannel, noteSent, sending, traceConnect } from '../queryable/tracing.js'
@@ -29,9 +29,6 @@ const enum State {
   /** end() or destroy(): no more requests. */
   Closed,
 }
-
-/** Linux's highest possible pid (pid_max is at most 2^22); other systems stay lower. */
-const MAX_PLAUSIBLE_PID = 4_194_304
 
 /** What a lane reports to whoever owns it. Called from the connection's reading loop: they must not throw. */
 export interface LaneEvents {
@@ -179,23 +176,14 @@ export class Lane {
     const session = new Session(
       d.catalog,
       d.view,
-      this.config.prepare,
+      this.config.prepare !== false,
       this.config.statementCacheSize,
       (req) => this.sendInternal(req),
       () => Number.parseInt(conn.serverParameters.server_version ?? '0', 10),
       (req) => this.resend(req),
       lookupTypeInfos,
     )
-    // A backend's pid is a real process id: on Linux at most 2^22, and
-    // positive. Poolers (PgBouncer, Supavisor) make up a random 32-bit key
-    // instead, nearly always outside that range: such a connection uses
-    // unnamed statements from the start. Finding out from a lost statement
-    // instead costs an error in a pipeline, and PgBouncer before 1.21 can
-    // drop replies that follow an error in transaction mode.
-    const pooler = this.config.pooler
-    // A session-mode pooler keeps one server connection per client, so statements stay prepared there.
-    if (pooler === 'session') session.pooling = 'direct'
-    else if (pooler === 'transaction' || !(conn.processId > 0 && conn.processId <= MAX_PLAUSIBLE_PID)) session.namedStatementsLost()
+    settlePooling(session, conn, this.config)
     conn.attachment = session
     this.conn = conn
     this.state = State.Connected

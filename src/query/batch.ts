@@ -6,7 +6,7 @@ import type { Writer } from '../protocol/writer.js'
 import type { BatchStatement } from './batch-statement.js'
 import { Exchange, Step } from './exchange.js'
 import type { Result } from './result.js'
-import { sessionOf } from './session.js'
+import { namedStatementsSurvive, sessionOf } from './session.js'
 import { SettlingRequest } from './settling-request.js'
 import type { Statement } from './statement-cache.js'
 
@@ -83,7 +83,7 @@ export class Batch extends SettlingRequest<Result<unknown>[]> implements Request
     const session = sessionOf(ctx)
     const cache = session.statements
     const tx = this.extra?.tx ?? null
-    const direct = session.pooling === 'direct'
+    const direct = namedStatementsSurvive(session.pooling)
     const created = new Map<string, Statement>()
     let held = false
     for (const s of this.statements) if (s.plan(ctx, cache, tx, direct, created)) held = true

@@ -10,7 +10,7 @@ import { checkCount, checkText, needsTypes, presize, writeParam } from './binder
 import { passedLimit, refuseCopy } from './exchange-rules.js'
 import { BIND_DEFERRED, CLOSING, DESCRIBING, DISCARD, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, REPARSE, Step, UNSYNCED, type QuerySettings, type ResultLimits } from './exchange.js'
 import { noNotices, parseCommandTag, type Result } from './result.js'
-import { sessionOf, type Session } from './session.js'
+import { namedStatementsSurvive, sessionOf, type Session } from './session.js'
 import { cacheableText, makeShape, StatementFault, statementFailed, statementKey, StatementState } from './statement-cache.js'
 
 /** Sent again at most this often: a server that keeps losing statements gets its error reported. */
@@ -158,7 +158,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
 
     const declared = this.extra?.declared ?? null
     const key = statementKey(this.text, declared)
-    let stmt = cache.find(key, this.extra?.tx ?? null, session.pooling === 'direct')
+    let stmt = cache.find(key, this.extra?.tx ?? null, namedStatementsSurvive(session.pooling))
     const created = stmt === undefined
     if (stmt === undefined) {
       checkText(this.text)

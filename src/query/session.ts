@@ -14,9 +14,17 @@ import { DescribeCache } from './describe-cache.js'
 /**
  * Whether the connection reaches the server directly or through a pooler that
  * may hand each transaction to a different server connection. Named statements
- * only survive between Syncs on a direct connection (or a session-mode pooler).
+ * only survive between Syncs on a direct connection (or a session-mode pooler),
+ * or through a pooler that keeps them itself ('keeping': PgBouncer 1.21+ with
+ * max_prepared_statements, declared by prepare: 'always'), which prepares a
+ * client's statement on whichever server connection runs it.
  */
-export type Pooling = 'unknown' | 'direct' | 'pooled'
+export type Pooling = 'unknown' | 'direct' | 'pooled' | 'keeping'
+
+/** Whether a statement prepared under an earlier Sync can be bound here without preparing it again. */
+export function namedStatementsSurvive(pooling: Pooling): boolean {
+  return pooling === 'direct' || pooling === 'keeping'
+}
 
 /** Reads the descriptions of the given types (and those they are made of) from the catalog, sending the query with `send`. */
 export type TypeLookup = (oids: readonly number[], serverMajor: number, view: TypeView, send: (req: Request) => void) => Promise<TypeInfo[]>

@@ -51,7 +51,7 @@ export interface CheckedClientOptions {
 export function checkClientOptions(opts: ClientOptions, config: ConnectionConfig): CheckedClientOptions {
   const catalog = new TypeCatalog({ ...defaultTypeOptions, ...checkTypeOptions(opts.types, 'types') }, opts.textResults === true)
   const defaults = queryDefaultsOf(opts, {
-    prepare: config.prepare,
+    prepare: config.prepare !== false,
     catalog,
     trace: traceBase(config, opts.traceParameters === true),
     refuseSessionState: config.pooler === 'transaction',

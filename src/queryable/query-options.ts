@@ -209,6 +209,13 @@ export function checkRowMode(rowMode: unknown): RowMode {
   return rowMode
 }
 
+/** A query's prepare option: true or false; 'always' says what a connection is behind, so it is a client's or pool's setting. */
+function checkPrepare(prepare: unknown): boolean {
+  if (typeof prepare === 'boolean') return prepare
+  const where = prepare === 'always' ? " ('always' is a setting of the client or pool, in its options or connection string)" : ''
+  throw new ArgumentError(`prepare must be true or false, not ${JSON.stringify(prepare)}${where}`)
+}
+
 /** copyToRows()'s row mode: COPY data is not DataRows, so there is nothing to read lazily. */
 export function copyRowMode(rowMode: unknown, fallback: RowMode): 'object' | 'array' {
   if (rowMode === undefined) return fallback === 'array' ? 'array' : 'object'
@@ -282,7 +289,7 @@ export function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, 
   if (!settingKeys.some((k) => options[k] !== undefined)) return d
   return {
     rowMode: options.rowMode === undefined ? d.rowMode : columns ? checkQueryRowMode(options.rowMode) : checkRowMode(options.rowMode),
-    prepare: options.prepare !== undefined ? options.prepare === true && d.prepare : d.prepare,
+    prepare: options.prepare !== undefined ? checkPrepare(options.prepare) && d.prepare : d.prepare,
     view: options.types !== undefined ? d.catalog.view(checkTypeOptions(options.types, 'types')) : d.view,
     limits: resolveLimits(options.maxRows, options.maxBytes, d.limits, ''),
   }

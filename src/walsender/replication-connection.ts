@@ -91,7 +91,7 @@ export class ReplicationConnection {
   /** @internal Opens the connection (subscribe(), replicate(), connectReplication()). */
   static async open(config: ConnectionConfig, catalog: TypeCatalog, mode: 'database' | 'physical'): Promise<ReplicationConnection> {
     const replication = replicationConfig(config, mode)
-    const defaults = { rowMode: 'object' as const, prepare: replication.prepare, queryTimeout: undefined, catalog, view: catalog.view(), trace: traceBase(replication, false) }
+    const defaults = { rowMode: 'object' as const, prepare: replication.prepare !== false, queryTimeout: undefined, catalog, view: catalog.view(), trace: traceBase(replication, false) }
     const none = (): void => {}
     // One server session, never reopened behind the caller's back: a walsender's
     // state (a temporary slot, an exported snapshot, a stream under way) dies

@@ -56,9 +56,8 @@ type Actor = Pick<Client, 'query'>
  * Pipelined SELECTs of three statement texts, each result checked against its
  * own query; repeated in rounds so that statements prepared in one round are
  * executed again in the next, on whatever server connection PgBouncer gives.
- * In transaction mode the rounds stay at about a hundred queries in flight per
- * client: deeper pipelines from clients sharing server connections trip
- * PgBouncer 1.18 itself (see the README's Poolers section).
+ * Deep pipelines (1,500 queries in flight per client) have their own files:
+ * pgbouncer-deep-118 and pgbouncer-deep-124.
  */
 async function selectLoad(actor: Actor, who: string, rounds: number, perRound: number): Promise<number> {
   let checked = 0
