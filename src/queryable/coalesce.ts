@@ -166,7 +166,8 @@ class Execution {
     settings: QuerySettings,
     declared: number[] | null,
   ) {
-    this.req = new SharedRead(text, values, settings, declared, (outcome, err) => this.end(outcome, err))
+    // A copy: a caller that reuses its array for its next call would otherwise change what its joiners asked for.
+    this.req = new SharedRead(text, values.slice(), settings, declared, (outcome, err) => this.end(outcome, err))
   }
 
   join(): Caller {

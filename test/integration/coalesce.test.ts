@@ -102,6 +102,25 @@ test('parameters are compared as they would be sent: equal Dates, arrays and Buf
   assert.notEqual(t1.rows[0]!.n, t2.rows[0]!.n, 'type options differ')
 })
 
+test('a caller reusing its values array for its next call changes nothing its joiners asked for', async () => {
+  const c = await counter()
+  const sql = slowRead(c.seq, 0.05)
+  // The pool's one connection is reserved: the queries wait, unencoded, while the array changes.
+  const pool = await newPool({ max: 1, coalesce: true })
+  const reserved = await pool.reserve()
+  const values = [1]
+  const first = pool.query<{ k: number; n: number }>(sql, values)
+  values[0] = 2
+  const second = pool.query<{ k: number; n: number }>(sql, values)
+  const joiner = pool.query<{ k: number; n: number }>(sql, [1])
+  reserved.release()
+  const [f, s, j] = await Promise.all([first, second, joiner])
+  assert.equal(f.rows[0]!.k, 1)
+  assert.equal(s.rows[0]!.k, 2)
+  assert.deepEqual(j.rows, f.rows)
+  assert.equal(await c.executions(), 2)
+})
+
 test('prepare: false coalesces identical texts, never texts that differ only in comments', async () => {
   const c = await counter()
   const sql = slowRead(c.seq)
