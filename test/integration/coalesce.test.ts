@@ -221,6 +221,17 @@ test('the shared execution is cancelled on the server once every caller has give
   assert.ok(performance.now() - started < 10_000)
   assert.equal((await db.query('SELECT 1 AS one')).rows[0]!.one, 1, 'the connection goes on')
   assert.equal(await c.executions(), 1)
+  // Given up by all before it was sent: it is never sent.
+  const c3 = await counter()
+  const pool = await newPool({ max: 1, coalesce: true })
+  const reserved = await pool.reserve()
+  const controllers = [new AbortController(), new AbortController()]
+  const waiting = controllers.map((ac) => pool.query(slowRead(c3.seq, 0), [1], { signal: ac.signal }))
+  for (const ac of controllers) ac.abort()
+  for (const w of waiting) await assert.rejects(w, AbortError)
+  reserved.release()
+  assert.equal((await pool.query('SELECT 1 AS one')).rows[0]!.one, 1)
+  assert.equal(await c3.executions(), 0)
   // A caller that joins while others give up keeps the execution going.
   const c2 = await counter()
   const sql2 = slowRead(c2.seq, 0.2)
