@@ -35,6 +35,7 @@ import { childrenOf, serverCpuUs } from './lib/measure.js'
 import type { Measurement, Task, Target } from './lib/protocol.js'
 import { copySetupSql, insertUserSql, KEYS, setupSql, USERS_TABLE, userKeys } from './lib/workloads.js'
 import { WORKLOADS, type Variant, type Workload } from './lib/workload-table.js'
+import { HOT_ROWS } from './lib/hot-keys.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..')
@@ -66,7 +67,7 @@ const nodeVersion = nodeBinary === process.execPath ? process.versions.node : ex
 // Variants of the temporal type option run where the clients' Node has the global Temporal.
 if (Number(nodeVersion.split('.')[0]) < 26) for (const w of WORKLOADS) w.variants = w.variants.filter((v) => v.needsTemporal !== true)
 /** Clients whose child process the Bun runtime runs. */
-const onBun = (client: string): boolean => client === 'bun' || client === 'app-bun'
+const onBun = (client: string): boolean => client === 'bun' || client === 'app-bun' || client === 'hot-bun'
 
 /** Why a client cannot run here, or undefined if it can. */
 function unavailable(v: Variant, pgbench: string | undefined, pgNative: boolean): string | undefined {
@@ -302,7 +303,7 @@ async function main(): Promise<void> {
     // The tables have their full sizes whichever workloads run, so that a partial run measures what a full one does.
     const byName = (name: string): Workload => WORKLOADS.find((w) => w.name === name)!
     const typedRows = Math.max(...workloads.map((w) => (w.name === 'typed-read' || w.name === 'codec-decode' ? sizeOf(w) : 0)), sizeOf(byName('typed-read')))
-    const users = Math.max(...workloads.map((w) => (USERS_READERS.includes(w.name) ? sizeOf(w) : 0)), sizeOf(byName('stream')), KEYS)
+    const users = Math.max(...workloads.map((w) => (USERS_READERS.includes(w.name) ? sizeOf(w) : 0)), sizeOf(byName('stream')), KEYS, HOT_ROWS)
     const t0 = performance.now()
     for (const sql of [...setupSql(typedRows, users), ...copySetupSql()]) await setup.query(sql)
     await setup.end()

@@ -9,7 +9,7 @@ import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './err
 import { Listeners, type Listener, type NotificationHandler } from './lane/notify.js'
 import type { Notification, TransactionStatus } from './protocol/backend.js'
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './walsender/subscription.js'
-import { Queryable, type QueryDefaults } from './queryable/queryable.js'
+import { Coalescer, Queryable, type QueryDefaults } from './queryable/queryable.js'
 import { runTransaction, type Transaction, type TransactionOptions } from './queryable/transaction.js'
 import { startTransaction, type StartedTransaction, type StartTransactionOptions } from './queryable/started-transaction.js'
 import type { TypeCatalog } from './types/catalog.js'
@@ -49,7 +49,7 @@ export class Client extends Queryable {
   readonly #started = new Set<StartedTransaction>()
 
   constructor(config?: string | ClientOptions) {
-    super()
+    super(new Coalescer())
     this.config = resolveConfig(config, { ignoreKeys: clientKeys })
     const opts: ClientOptions = typeof config === 'object' && config !== null ? config : {}
     const checked = checkClientOptions(opts, this.config)
@@ -88,6 +88,12 @@ export class Client extends Queryable {
   /** @internal */
   protected dispatch(req: Request): void {
     this.#lane.send(req, null)
+  }
+
+  /** Reads are shared outside a transaction only: as of the last reply, and after any statement not yet answered that is no read (see Coalescer.sent). */
+  /** @internal */
+  protected override sharesReads(): boolean {
+    return this.#lane.transactionStatus === 'I'
   }
 
   /**
@@ -148,6 +154,8 @@ export class Client extends Queryable {
   begin<T>(a: TransactionOptions | ((tx: Transaction) => Promise<T>), b?: (tx: Transaction) => Promise<T>): Promise<T> {
     const [options, fn] = typeof a === 'function' ? [{}, a] : [a, b]
     if (typeof fn !== 'function') return Promise.reject(new ArgumentError('begin() needs a function to run in the transaction'))
+    // Reads issued from now on run after the transaction: they join none issued before it.
+    this.coalescing!.seal()
     return runTransaction(this.#lane, this.#defaults, options, fn)
   }
 
@@ -158,6 +166,7 @@ export class Client extends Queryable {
    * outside it is sent on the connection: they wait, as behind begin().
    */
   async startTransaction(options?: StartTransactionOptions): Promise<StartedTransaction> {
+    this.coalescing!.seal()
     const tx = await startTransaction(this.#lane, this.#defaults, options, (ended) => void this.#started.delete(ended))
     if (tx.state === 'active') this.#started.add(tx)
     return tx

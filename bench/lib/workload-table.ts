@@ -96,6 +96,21 @@ export const WORKLOADS: Workload[] = [
     ],
   },
   {
+    // One file per client in bench/clients/hot-*.ts (see bench/lib/hot-keys.ts).
+    name: 'hot-keys',
+    title: 'Hot keys: 256 concurrent requests, each awaiting three single-row SELECTs by primary key (uuid) with Zipf-distributed keys (exponent 1.3) over 100,000 users, pool of 4; pipegres with and without coalesce',
+    unit: 'request',
+    size: 20_000,
+    quickSize: 2_000,
+    variants: [
+      v('hot-pipegres', '', 'pipegres Pool'),
+      v('hot-pipegres', 'coalesce', 'pipegres Pool, coalesce: true'),
+      v('hot-pg', '', 'pg Pool'),
+      v('hot-postgres', '', 'postgres (max: 4)'),
+      v('hot-bun', '', "Bun's SQL (max: 4, Bun runtime)"),
+    ],
+  },
+  {
     // The app workload through ORMs that take the pg module as their driver (bench/clients/app-pg-orms-*.ts):
     // each once with pg, once with pipegres/pg.
     name: 'app-pg-orms',

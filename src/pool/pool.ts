@@ -17,7 +17,7 @@ import { checkMin, PoolQueue, poolKeys, spareLane, type PoolEvents, type PoolOpt
 import { Upkeep } from './upkeep.js'
 import { makePoolLane, type PoolLaneSettings } from './pool-lane.js'
 import { exclusive, leastOutstanding, plain, type PoolLane, type PoolRouting, type RouteNeed } from './routing.js'
-import { checkOptionKeys, checkRoute, Queryable, reserveOptionKeys, type QueryDefaults, type RouteOptions } from '../queryable/queryable.js'
+import { checkOptionKeys, checkRoute, Coalescer, Queryable, reserveOptionKeys, type QueryDefaults, type RouteOptions } from '../queryable/queryable.js'
 import { beginReserved, ReservedClient, startReserved, type Reservation } from './reserved-client.js'
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from '../walsender/subscription.js'
 import type { Transaction, TransactionOptions } from '../queryable/transaction.js'
@@ -67,7 +67,7 @@ export class Pool extends Queryable {
   readonly #backoff: Backoff = { failures: 0, nextAttemptAt: 0 }
 
   constructor(config?: string | PoolOptions) {
-    super()
+    super(new Coalescer())
     this.config = resolveConfig(config, { ignoreKeys: poolKeys })
     const opts: PoolOptions = typeof config === 'object' && config !== null ? config : {}
     const max = opts.max ?? 10

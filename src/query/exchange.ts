@@ -20,6 +20,8 @@ export interface QuerySettings {
   readonly view: TypeView
   /** maxRows and maxBytes, or undefined when the result may grow without bound. */
   readonly limits?: ResultLimits | undefined
+  /** query() may share the execution of an identical read in flight (see queryable/coalesce.ts). */
+  readonly coalesce?: boolean | undefined
 }
 
 /** How large a result may grow before the query is cancelled (Infinity: no bound). */

@@ -36,6 +36,13 @@ export interface QuerySettingOptions {
   maxRows?: number
   /** Bytes of row data (DataRow messages as received) the result may have; past them, as for maxRows. */
   maxBytes?: number
+  /**
+   * query() only (elsewhere it changes nothing): a read identical to one of
+   * this client's or pool's still in flight (same text, parameters, types,
+   * row mode and options) is not sent; it gets a result of its own from that
+   * execution's reply. See the README's "Coalescing identical reads".
+   */
+  coalesce?: boolean
 }
 
 /** Per-query options. */
@@ -65,14 +72,16 @@ export interface QueryDefaultOptions {
   maxRows?: number
   /** Default maxBytes of every query (see QueryOptions.maxBytes); a query's own wins. */
   maxBytes?: number
+  /** Default of QueryOptions.coalesce: identical reads in flight share one execution; a query's own wins. */
+  coalesce?: boolean
 }
 
 // Records rather than lists: the compiler insists that each names every
 // option of its interface, so an option added to one is known at once to
 // every call that takes it, and to the key check of each.
-const settingOptionNames: Record<keyof QuerySettingOptions, true> = { rowMode: true, prepare: true, types: true, maxRows: true, maxBytes: true }
+const settingOptionNames: Record<keyof QuerySettingOptions, true> = { rowMode: true, prepare: true, types: true, maxRows: true, maxBytes: true, coalesce: true }
 const queryOnlyOptionNames: Record<Exclude<keyof QueryOptions, keyof QuerySettingOptions>, true> = { signal: true, timeout: true, readOnly: true, after: true }
-const queryDefaultOptionNames: Record<keyof QueryDefaultOptions, true> = { rowMode: true, types: true, queryTimeout: true, maxRows: true, maxBytes: true }
+const queryDefaultOptionNames: Record<keyof QueryDefaultOptions, true> = { rowMode: true, types: true, queryTimeout: true, maxRows: true, maxBytes: true, coalesce: true }
 const settingKeys = Object.keys(settingOptionNames) as (keyof QuerySettingOptions)[]
 /** The options of a Client or Pool that are defaults of its queries. */
 export const queryDefaultKeys = Object.keys(queryDefaultOptionNames) as (keyof QueryDefaultOptions)[]
@@ -175,6 +184,8 @@ export interface QueryDefaults {
   readonly limits?: ResultLimits | undefined
   /** Behind a transaction-mode pooler: statements that would leave state on a server session are refused (see pooler-mode.ts). */
   readonly refuseSessionState?: boolean
+  /** The client's or pool's coalesce option: every query's, unless it sets its own. */
+  readonly coalesce?: boolean
 }
 
 /** maxRows and maxBytes as given (a client's, a pool's or a query's own) over `base`; undefined when neither bounds anything. */
@@ -292,7 +303,13 @@ export function settingsOf(d: QueryDefaults, options: QueryOptions | undefined, 
     prepare: options.prepare !== undefined ? checkPrepare(options.prepare) && d.prepare : d.prepare,
     view: options.types !== undefined ? d.catalog.view(checkTypeOptions(options.types, 'types')) : d.view,
     limits: resolveLimits(options.maxRows, options.maxBytes, d.limits, ''),
+    coalesce: options.coalesce === undefined ? d.coalesce : checkCoalesce(options.coalesce),
   }
+}
+
+function checkCoalesce(v: unknown): boolean {
+  if (typeof v !== 'boolean') throw new ArgumentError(`coalesce must be true or false, not ${JSON.stringify(v)}`)
+  return v
 }
 
 /** What a Client or Pool resolves once from its options and configuration, for every query it runs. */
@@ -310,5 +327,6 @@ export function queryDefaultsOf(opts: QueryDefaultOptions, base: QueryDefaultsBa
     throw new ArgumentError('queryTimeout must be a positive number of milliseconds')
   }
   const limits = resolveLimits(opts.maxRows, opts.maxBytes, undefined, '')
-  return { ...base, rowMode, queryTimeout: opts.queryTimeout, view: base.catalog.view(), limits }
+  const coalesce = opts.coalesce === undefined ? false : checkCoalesce(opts.coalesce)
+  return { ...base, rowMode, queryTimeout: opts.queryTimeout, view: base.catalog.view(), limits, coalesce }
 }

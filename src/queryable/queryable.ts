@@ -14,7 +14,7 @@ import { Cursor } from '../query/cursor.js'
 import { CursorQuery } from '../query/cursor-query.js'
 import { DescribeQuery, type Description } from '../query/describe-query.js'
 import { StreamQuery } from '../query/consumer-request.js'
-import type { ExtendedQuery } from '../query/extended-query.js'
+import { ExtendedQuery } from '../query/extended-query.js'
 import type { ExtendedRequest } from '../query/extended-request.js'
 import type { QuerySettings } from '../query/exchange.js'
 import { RawQuery } from '../query/raw-query.js'
@@ -25,10 +25,12 @@ import { binaryDecodable } from '../wire/formats.js'
 import type { SimpleQuery } from '../query/simple-query.js'
 import { buildQuery } from '../query/sql-template.js'
 import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
+import type { Coalescer } from './coalesce.js'
+export { Coalescer } from './coalesce.js'
 
 export * from './query-options.js'
-import { checkOptionKeys, copyRowMode, settingsOf, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
-import { arm, checkQuery, declaredOf, makeQuery, makeSimpleQuery } from './query-requests.js'
+import { checkOptionKeys, copyRowMode, settingsOf, queryOptionKeys, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { arm, checkQuery, declaredOf, makeSimpleQuery } from './query-requests.js'
 export { makeQuery, makeSimpleQuery } from './query-requests.js'
 
 // What every object that runs queries shares (a client, a transaction, a
@@ -48,6 +50,13 @@ interface Bindable<Q> {
  * requests go (a connection, a transaction's connection, the pool).
  */
 export abstract class Queryable {
+  /** @internal Reads in flight that identical reads may join (the coalesce option): a client's or pool's; null where such queries run alone. */
+  protected readonly coalescing: Coalescer | null
+  /** @internal */
+  constructor(coalescing: Coalescer | null = null) {
+    this.coalescing = coalescing
+  }
+
   /** @internal */
   protected abstract defaults(): QueryDefaults
   /** Hands a request over; it settles itself. */
@@ -66,7 +75,7 @@ export abstract class Queryable {
   private traced<T>(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request, promise: Promise<T>, route?: RouteOptions): Promise<T> {
     const base = this.defaults().trace
     const send = (): void => {
-      if (!req.dropped) this.dispatch(req, route)
+      if (!req.dropped) this.send(req, route)
     }
     if (base !== undefined && active(queryChannel)) return traceQuery(base, kind, text, values, promise, send)
     send()
@@ -75,7 +84,16 @@ export abstract class Queryable {
 
   /** Sends a request that keeps its connection (a stream, cursor or COPY), traced aside when anybody listens. */
   private aside(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
-    sendTraced(this.defaults().trace, kind, text, values, req.promise, () => this.dispatchExclusive(req, route))
+    sendTraced(this.defaults().trace, kind, text, values, req.promise, () => {
+      this.coalescing?.sent(req)
+      this.dispatchExclusive(req, route)
+    })
+  }
+
+  /** Hands a request over; one that is not a read seals the reads in flight (see Coalescer.sent). */
+  private send(req: Request, route: RouteOptions | undefined): void {
+    this.coalescing?.sent(req)
+    this.dispatch(req, route)
   }
 
   /**
@@ -100,13 +118,27 @@ export abstract class Queryable {
   query<R = Row>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<Result<R>> {
     let req: ExtendedQuery
     try {
-      req = makeQuery(this.defaults(), text, values, options)
+      const d = this.defaults()
+      const vals = checkQuery(d, text, values)
+      const settings = settingsOf(d, options, queryOptionKeys, 'query', true)
+      const declared = declaredOf(vals)
+      if (settings.coalesce === true && this.sharesReads()) {
+        const shared = this.coalescing?.query(d, text, values, vals, settings, declared, options, (req) => this.dispatch(req, options))
+        if (shared != null) return shared as Promise<Result<R>>
+      }
+      req = new ExtendedQuery(text, vals, settings, declared)
+      arm(req, d, options)
     } catch (err) {
       return Promise.reject(err as Error)
     }
     if (active(queryChannel)) return this.traced('query', text, values, req, req.promise as Promise<Result<R>>, options)
-    if (!req.dropped) this.dispatch(req, options)
+    if (!req.dropped) this.send(req, options)
     return req.promise as Promise<Result<R>>
+  }
+
+  /** @internal False while reads may not be shared (a client inside a transaction). */
+  protected sharesReads(): boolean {
+    return true
   }
 
   /**
@@ -125,7 +157,7 @@ export abstract class Queryable {
     if (req === null) return Promise.resolve([])
     const promise = req.promise as Promise<Result<R>[]>
     if (active(queryChannel)) return this.traced('batch', req.text, req.values, req, promise, options)
-    if (!req.dropped) this.dispatch(req, options)
+    if (!req.dropped) this.send(req, options)
     return promise
   }
 

@@ -34,6 +34,13 @@ export interface QueryTrace {
   /** When it succeeded: the command tag's command and row count (null for commands without one). */
   command?: string
   rowCount?: number | null
+  /**
+   * With the coalesce option, when the query was coalescable: the id of the
+   * execution it is part of, the same in the trace of every query that shared it.
+   */
+  executionId?: number
+  /** With executionId: true when the query joined an execution already in flight (it sent nothing), false for the query that began it. */
+  coalesced?: boolean
   /** The SQLSTATE when the server reported an error (also for a timeout or abort the server saw). */
   sqlstate?: string
   result?: unknown
@@ -195,6 +202,7 @@ export function traceQuery<T>(
   values: readonly unknown[] | undefined,
   promise: Promise<T>,
   send: () => void,
+  coalesce?: { readonly coalesced: boolean; readonly executionId: number },
 ): Promise<T> {
   const ctx: QueryTrace = {
     query: text,
@@ -207,6 +215,10 @@ export function traceQuery<T>(
     inflight: 0,
   }
   if (base.parameters && values !== undefined) ctx.values = values
+  if (coalesce !== undefined) {
+    ctx.executionId = coalesce.executionId
+    ctx.coalesced = coalesce.coalesced
+  }
   return trace(
     queryChannel,
     ctx,
