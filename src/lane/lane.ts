@@ -197,6 +197,7 @@ export class Lane {
     if (pooler === 'session') session.pooling = 'direct'
     else if (pooler === 'transaction' || !(conn.processId > 0 && conn.processId <= MAX_PLAUSIBLE_PID)) session.namedStatementsLost()
     conn.attachment = session
+    conn.watchIdle = () => this.listening
     this.conn = conn
     this.state = State.Connected
     // Channels listened to on the lost connection are listened to again first.
