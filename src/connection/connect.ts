@@ -123,8 +123,21 @@ const closedUnanswered = new WeakSet<Error>()
  * server itself.
  */
 function isOldProtocolRejection(err: Error, where: string): boolean {
-  if (err instanceof PgError) return (err.code === SqlState.FeatureNotSupported && /protocol/i.test(err.message)) || err.code === SqlState.ProtocolViolation
+  if (err instanceof PgError) {
+    return (err.code === SqlState.FeatureNotSupported && /protocol/i.test(err.message)) || err.code === SqlState.ProtocolViolation || isLongKeyRejection(err)
+  }
   return closedUnanswered.has(err) && !closesAnyway.has(where)
+}
+
+/**
+ * pgpool-II before 4.6 passes a 3.2 startup on to the server, and when the
+ * server answers with a 3.2 BackendKeyData (a longer cancel key) it cannot
+ * read it: it sends XX000 "invalid messages length(...) for BackendKeyData"
+ * in its ErrorResponse. That is the pooler's own word, so 3.0 is asked for
+ * even over TLS.
+ */
+function isLongKeyRejection(err: PgError): boolean {
+  return err.code === SqlState.InternalError && /BackendKeyData/.test(`${err.message} ${err.detail ?? ''}`)
 }
 
 /** libpq's fallbacks: prefer retries in plaintext after a TLS failure or a rejection over TLS; allow retries with TLS after a rejection. */
