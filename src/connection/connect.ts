@@ -124,20 +124,21 @@ const closedUnanswered = new WeakSet<Error>()
  */
 function isOldProtocolRejection(err: Error, where: string): boolean {
   if (err instanceof PgError) {
-    return (err.code === SqlState.FeatureNotSupported && /protocol/i.test(err.message)) || err.code === SqlState.ProtocolViolation || isLongKeyRejection(err)
+    return (err.code === SqlState.FeatureNotSupported && /protocol/i.test(err.message)) || err.code === SqlState.ProtocolViolation || isPgpoolVersionRejection(err)
   }
   return closedUnanswered.has(err) && !closesAnyway.has(where)
 }
 
 /**
- * pgpool-II before 4.6 passes a 3.2 startup on to the server, and when the
- * server answers with a 3.2 BackendKeyData (a longer cancel key) it cannot
- * read it: it sends XX000 "invalid messages length(...) for BackendKeyData"
- * in its ErrorResponse. That is the pooler's own word, so 3.0 is asked for
- * even over TLS.
+ * pgpool-II before 4.6 passes a 3.2 startup on to the server and cannot read
+ * what comes back: from PostgreSQL 18, a 3.2 BackendKeyData with its longer
+ * cancel key ("invalid messages length(...) for BackendKeyData"); from older
+ * servers, the NegotiateProtocolVersion that offers 3.0 ("backend response
+ * with kind 'v' when expecting 'R'"). Either comes as an XX000 ErrorResponse,
+ * pgpool's own word, so 3.0 is asked for even over TLS.
  */
-function isLongKeyRejection(err: PgError): boolean {
-  return err.code === SqlState.InternalError && /BackendKeyData/.test(`${err.message} ${err.detail ?? ''}`)
+function isPgpoolVersionRejection(err: PgError): boolean {
+  return err.code === SqlState.InternalError && /BackendKeyData|kind 'v'/.test(`${err.message} ${err.detail ?? ''}`)
 }
 
 /** libpq's fallbacks: prefer retries in plaintext after a TLS failure or a rejection over TLS; allow retries with TLS after a rejection. */
