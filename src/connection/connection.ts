@@ -82,9 +82,8 @@ export class Connection implements MessageSink, RequestContext {
   private fatal = false
   /** The dead-peer checks (see liveness.ts); null with keepalives off and no tcpUserTimeout. */
   private liveness: Liveness | null = null
-  /** When the last write was handed to the socket, and when it last stopped draining (0: it drains). */
+  /** When the last write was handed to the socket. */
   wroteAt = 0
-  blockedAt = 0
   /** Set by the owner: whether the connection is to be checked while idle (it listens for notifications). */
   watchIdle: () => boolean = () => false
 
@@ -289,14 +288,13 @@ export class Connection implements MessageSink, RequestContext {
   }
 
   private block(): void {
-    if (!this.blocked) this.blockedAt = performance.now()
     this.blocked = true
     this.liveness?.blocked()
   }
 
   private onDrain(): void {
     this.blocked = false
-    this.blockedAt = 0
+    this.liveness?.drained()
     if (this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters
       this.drainWaiters = []

@@ -62,8 +62,6 @@ export interface LivenessHost {
   /** performance.now() of the last read, and of the last write handed to the socket. */
   readonly readAt: number
   readonly wroteAt: number
-  /** When the socket last refused to take more without draining since; 0 while it drains. */
-  readonly blockedAt: number
   readonly inflightCount: number
   readonly pendingCount: number
   /** A consumer paused reading: the server's silence is its doing. */
@@ -91,6 +89,8 @@ export class Liveness {
   private reaching = false
   /** When a check last found the server answering. */
   private okAt = 0
+  /** When the socket last refused to take more without draining since; 0 while it drains. */
+  private blockedAt = 0
 
   constructor(
     private readonly host: LivenessHost,
@@ -107,9 +107,15 @@ export class Liveness {
     this.timer = null
   }
 
-  /** The socket just stopped draining: its deadline may come before the next check. */
+  /** The socket did not take a write at once: its deadline may come before the next check. */
   blocked(): void {
-    if (this.limits.write > 0) this.schedule(this.host.blockedAt + this.limits.write)
+    if (this.blockedAt > 0) return
+    this.blockedAt = performance.now()
+    if (this.limits.write > 0) this.schedule(this.blockedAt + this.limits.write)
+  }
+
+  drained(): void {
+    this.blockedAt = 0
   }
 
   private schedule(at: number): void {
@@ -134,7 +140,7 @@ export class Liveness {
     const now = performance.now()
     let next = Infinity
     if (write > 0) {
-      const since = h.blockedAt
+      const since = this.blockedAt
       if (since > 0 && now - since >= write) {
         return this.lost(`a write to the server has not drained for ${Math.round(now - since)} ms (tcpUserTimeout ${write} ms): nothing reads at the other end`)
       }

@@ -186,12 +186,11 @@ export class Lane {
       (req) => this.resend(req),
       lookupTypeInfos,
     )
-    // A backend's pid is a real process id: on Linux at most 2^22, and
-    // positive. Poolers (PgBouncer, Supavisor) make up a random 32-bit key
-    // instead, nearly always outside that range: such a connection uses
-    // unnamed statements from the start. Finding out from a lost statement
-    // instead costs an error in a pipeline, and PgBouncer before 1.21 can
-    // drop replies that follow an error in transaction mode.
+    // A backend's pid is a real process id: on Linux at most 2^22, and positive. Poolers
+    // (PgBouncer, Supavisor) make up a random 32-bit key instead, nearly always outside that
+    // range: such a connection uses unnamed statements from the start. Finding out from a lost
+    // statement instead costs an error in a pipeline, and PgBouncer before 1.21 can drop
+    // replies that follow an error in transaction mode.
     const pooler = this.config.pooler
     // A session-mode pooler keeps one server connection per client, so statements stay prepared there.
     if (pooler === 'session') session.pooling = 'direct'
