@@ -98,10 +98,23 @@ export interface ConnectOptions {
   maxProtocolVersion?: ProtocolVersion | 'latest'
   /** Milliseconds to wait for each host to accept a connection (default 30000); 0 waits forever (PGCONNECT_TIMEOUT, in seconds). */
   connectTimeout?: number
-  /** Enable TCP keepalive probes. Default true. */
+  /**
+   * Check that the server is still there: TCP keepalive probes, and pipegres's own
+   * checks of a silent connection (see "Dead peers" in the README). Default true.
+   */
   keepAlive?: boolean
-  /** Milliseconds of idleness before the first keepalive probe; 0 uses the system default. Default 60000. */
+  /** Milliseconds of silence before the first check; 0 uses the system default for TCP and 60000 for pipegres's checks. Default 60000. */
   keepAliveIdle?: number
+  /** Milliseconds between unanswered checks; 0 uses the default. Default 10000. */
+  keepAliveInterval?: number
+  /** Unanswered checks after which the connection is taken for lost; 0 uses the default. Default 3. */
+  keepAliveCount?: number
+  /**
+   * Milliseconds a write may stay undrained before the connection is taken for lost (libpq
+   * `tcp_user_timeout`, in milliseconds there too). 0: `keepAliveIdle + keepAliveInterval ×
+   * keepAliveCount` while keepalives are on, else no limit. Default 0.
+   */
+  tcpUserTimeout?: number
   /** Which kind of server to accept: any (default), read-write, read-only, primary, standby or prefer-standby (PGTARGETSESSIONATTRS). */
   targetSessionAttrs?: TargetSessionAttrs
   /** `random` tries the hosts in random order; `disable` (default) in the order given (PGLOADBALANCEHOSTS). */
@@ -177,6 +190,9 @@ const OPTION_FIELDS: readonly OptionField[] = [
   'connectTimeout',
   'keepAlive',
   'keepAliveIdle',
+  'keepAliveInterval',
+  'keepAliveCount',
+  'tcpUserTimeout',
   'targetSessionAttrs',
   'loadBalanceHosts',
   'replication',

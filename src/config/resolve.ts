@@ -12,7 +12,7 @@ import { type ConnectOptions, type OptionField, collectOptions, typeName } from 
 import type { StreamFactory } from './byte-stream.js'
 import { resolveOAuth } from './oauth-settings.js'
 import { homeDirectory } from './service-file.js'
-import { type Found, Sources, bool, count, prepareMode, duration, optionalStartupText, optionalText, text, typeError } from './sources.js'
+import { type Found, Sources, bool, count, prepareMode, duration, milliseconds, optionalStartupText, optionalText, text, typeError } from './sources.js'
 import type {
   ChannelBinding,
   ConnectionConfig,
@@ -164,6 +164,9 @@ export function resolveConfig(input?: string | ConnectOptions, opts: ResolveOpti
     connectTimeout: duration(src.find('connectTimeout', 'connect_timeout'), DEFAULT_CONNECT_TIMEOUT_MS, true),
     keepAlive: bool(src.find('keepAlive', 'keepalives'), true),
     keepAliveIdle: duration(src.find('keepAliveIdle', 'keepalives_idle'), DEFAULT_KEEPALIVE_IDLE_MS, false),
+    keepAliveInterval: duration(src.find('keepAliveInterval', 'keepalives_interval'), 0, false),
+    keepAliveCount: count(src.find('keepAliveCount', 'keepalives_count'), 0, 0),
+    tcpUserTimeout: milliseconds(src.find('tcpUserTimeout', 'tcp_user_timeout')),
     targetSessionAttrs: targetFound === undefined ? 'any' : parseEnum(text(targetFound), TARGET_SESSION_ATTRS, targetFound.origin),
     loadBalanceHosts: loadBalanceFound === undefined ? 'disable' : parseEnum(text(loadBalanceFound), LOAD_BALANCE, loadBalanceFound.origin),
     replication: resolveReplication(src.find('replication', 'replication')),

@@ -138,6 +138,16 @@ export function duration(found: Found | undefined, fallback: number, isConnectTi
   return ms
 }
 
+/** Milliseconds in every source (libpq's tcp_user_timeout is in milliseconds); 0 when not given. */
+export function milliseconds(found: Found | undefined): number {
+  if (found === undefined) return 0
+  if (found.kind === 'text') return parseInteger(found.value, found.origin, 0, MAX_TIMER_MS, ' (milliseconds)')
+  const ms = found.value
+  if (typeof ms !== 'number') throw typeError(found.origin, ms, 'a number of milliseconds')
+  if (!(ms >= 0 && ms <= MAX_TIMER_MS)) invalid(found.origin, String(ms), `must be from 0 to ${MAX_TIMER_MS} milliseconds`)
+  return ms
+}
+
 /** A non-negative integer count, at least `min`. */
 export function count(found: Found | undefined, fallback: number, min: number): number {
   if (found === undefined) return fallback

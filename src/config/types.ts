@@ -82,8 +82,14 @@ export interface ConnectionConfig {
   /** Milliseconds; 0 means no limit. From connect_timeout (seconds) or connectTimeout (ms). */
   connectTimeout: number
   keepAlive: boolean
-  /** Milliseconds of idleness before the first keepalive probe. */
+  /** Milliseconds of idleness before the first keepalive probe (0: the system's default). */
   keepAliveIdle: number
+  /** Milliseconds between keepalive probes (0: the default). */
+  keepAliveInterval: number
+  /** Unanswered probes before the peer is taken for dead (0: the default). */
+  keepAliveCount: number
+  /** Milliseconds a write may stay undrained (0: the keepalive bound, or none with keepalives off). */
+  tcpUserTimeout: number
   targetSessionAttrs: TargetSessionAttrs
   loadBalanceHosts: 'disable' | 'random'
   /** libpq's `replication`: a logical ('database') or physical walsender connection; undefined: an ordinary one. */

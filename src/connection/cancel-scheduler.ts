@@ -1,6 +1,8 @@
 import { ConnectionError } from '../errors.js'
-import type { CancelChannel } from './cancel.js'
+import type { ConnectionConfig, HostAddress } from '../config/types.js'
+import { cancelTimeoutOf, openCancelChannel, type CancelChannel } from './cancel.js'
 import type { Request } from './request.js'
+import type { TlsAttempt } from './transport.js'
 
 // A CancelRequest interrupts whatever the backend is executing when the signal
 // lands, which in a pipeline could be the query after the one meant. So:
@@ -63,6 +65,43 @@ export interface InFlightView {
   /** The request written last. */
   peekLast(): Request | undefined
   items(): IterableIterator<Request>
+}
+
+/** The parts of a Connection a CancelHost is made of. */
+export interface CancellableConnection {
+  readonly inflight: InFlightView
+  readonly closed: boolean
+  readonly chunksRead: number
+  readonly readingPaused: boolean
+  readonly processId: number
+  readonly secretKey: Uint8Array | undefined
+  readonly config: ConnectionConfig
+  readonly host: HostAddress
+  readonly tlsMode: TlsAttempt
+  readonly where: string
+  holdWriter(holder: object): void
+  releaseWriter(holder: object): void
+  destroy(err: Error): void
+}
+
+/** What the scheduler sees of `conn`; made only when a cancel is asked for. `done` lets the connection drop its scheduler. */
+export function cancelHostOf(conn: CancellableConnection, done: (scheduler: CancelScheduler) => void): CancelHost {
+  return {
+    inflight: conn.inflight,
+    // Known once startup is over, and nothing is in flight before.
+    processId: conn.processId,
+    secretKey: conn.secretKey,
+    cancelTimeout: cancelTimeoutOf(conn.config),
+    where: conn.where,
+    isClosed: () => conn.closed,
+    chunksRead: () => conn.chunksRead,
+    readingPaused: () => conn.readingPaused,
+    openCancelChannel: () => openCancelChannel(conn.config, conn.host, conn.tlsMode),
+    holdWriter: (holder) => conn.holdWriter(holder),
+    releaseWriter: (holder) => conn.releaseWriter(holder),
+    destroy: (err) => conn.destroy(err),
+    done,
+  }
 }
 
 /** What the scheduler reads of its connection, and the few things it may ask of it. */

@@ -57,3 +57,12 @@ export function notStarted(inflight: Queue<Request>, holders: ReadonlySet<object
   for (const req of stay) inflight.push(req)
   return again
 }
+
+/** Fails the requests in flight: each may have run, except after a FATAL only the head can have (see notStarted). */
+export function failInflight(inflight: Queue<Request>, err: Error, fatal: boolean): void {
+  if (inflight.length === 0) return
+  const ran = queryLost(err, true)
+  const behind = fatal ? queryLost(err, false) : ran
+  const requests = inflight.drain()
+  for (let i = 0; i < requests.length; i++) requests[i]!.fail(i === 0 ? ran : behind, true)
+}

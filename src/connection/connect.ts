@@ -124,8 +124,22 @@ const closedUnanswered = new WeakSet<Error>()
  * server itself.
  */
 function isOldProtocolRejection(err: Error, where: string): boolean {
-  if (err instanceof PgError) return (err.code === SqlState.FeatureNotSupported && /protocol/i.test(err.message)) || err.code === SqlState.ProtocolViolation
+  if (err instanceof PgError) {
+    return (err.code === SqlState.FeatureNotSupported && /protocol/i.test(err.message)) || err.code === SqlState.ProtocolViolation || isPgpoolVersionRejection(err)
+  }
   return closedUnanswered.has(err) && !closesAnyway.has(where)
+}
+
+/**
+ * pgpool-II before 4.6 passes a 3.2 startup on to the server and cannot read
+ * what comes back: from PostgreSQL 18, a 3.2 BackendKeyData with its longer
+ * cancel key ("invalid messages length(...) for BackendKeyData"); from older
+ * servers, the NegotiateProtocolVersion that offers 3.0 ("backend response
+ * with kind 'v' when expecting 'R'"). Either comes as an XX000 ErrorResponse,
+ * pgpool's own word, so 3.0 is asked for even over TLS.
+ */
+function isPgpoolVersionRejection(err: PgError): boolean {
+  return err.code === SqlState.InternalError && /BackendKeyData|kind 'v'/.test(`${err.message} ${err.detail ?? ''}`)
 }
 
 /** libpq's fallbacks: prefer retries in plaintext after a TLS failure or a rejection over TLS; allow retries with TLS after a rejection. */

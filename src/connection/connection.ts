@@ -10,9 +10,9 @@ import { Writer } from '../protocol/writer.js'
 import type { InflightBound } from './inflight-bound.js'
 import { Queue } from './queue.js'
 import { keepsReads, type Request, type RequestContext, type WriteStamp } from './request.js'
-import { cancelTimeoutOf, openCancelChannel } from './cancel.js'
-import { CancelScheduler, type CancelHost } from './cancel-scheduler.js'
-import { closedError, fatalError, notStarted, queryLost } from './closed-errors.js'
+import { CancelScheduler, cancelHostOf } from './cancel-scheduler.js'
+import { type Liveness, watchLiveness } from './liveness.js'
+import { closedError, failInflight, fatalError, notStarted, queryLost } from './closed-errors.js'
 import type { ConnectionEvents } from './connection-events.js'
 import { Startup } from './startup.js'
 import { describeHost, readFrom, socketError, type Transport } from './transport.js'
@@ -39,7 +39,8 @@ export class Connection implements MessageSink, RequestContext {
   private readonly socket: ByteStream
   private readonly writer = new Writer()
   private readonly framer: Framer
-  private readonly inflight = new Queue<Request>()
+  /** Requests written, awaiting their replies; only the connection changes it. */
+  readonly inflight = new Queue<Request>()
   /** Requests not yet written because the socket is not draining (or startup is not done). */
   private readonly pending = new Queue<Request>()
   private blocked = false
@@ -56,10 +57,13 @@ export class Connection implements MessageSink, RequestContext {
   private drainWaiters: (() => void)[] = []
   /** Times cancels on the server; exists only while one is pending or its signal may still land. */
   private canceller: CancelScheduler | null = null
-  /** Socket chunks read so far: whether the server ever sent a byte (a server that closes a startup unanswered may not know the
-   * protocol version asked for), and whether it said anything since a cancel reached it. */
-  private chunksRead = 0
-  /** Requests in flight that may keep views of the server's bytes past a read (see keepsReads): while any do, a read into the shared buffer is copied first. */
+  /** Socket chunks read so far: whether the server ever sent a byte (see silent), and anything since a cancel reached it. */
+  chunksRead = 0
+  /**
+   * Requests in flight that may keep views of the server's bytes past a read
+   * (see keepsReads): while there are any, a read into the shared buffer is
+   * copied first.
+   */
   private keepers = 0
   /** See RequestContext.writeStamp and readAt. */
   writeStamp: WriteStamp = { at: 0 }
@@ -79,6 +83,12 @@ export class Connection implements MessageSink, RequestContext {
   private closeError: Error | null = null
   /** The server ended the connection with a FATAL (or PANIC) ErrorResponse. */
   private fatal = false
+  /** The dead-peer checks (see liveness.ts); null with keepalives off and no tcpUserTimeout. */
+  private liveness: Liveness | null = null
+  /** When the last write was handed to the socket. */
+  wroteAt = 0
+  /** Set by the owner: whether the connection is to be checked while idle (it listens for notifications). */
+  watchIdle: () => boolean = () => false
 
   /** Server settings reported by ParameterStatus, kept current. */
   readonly serverParameters: Record<string, string> = Object.create(null) as Record<string, string>
@@ -88,7 +98,7 @@ export class Connection implements MessageSink, RequestContext {
   protocolMinor = 0
   transactionStatus: TransactionStatus = 'I'
   readonly tls: boolean
-  private readonly tlsMode: Transport['mode']
+  readonly tlsMode: Transport['mode']
   readonly where: string
 
   private readonly flushTick = (): void => {
@@ -126,7 +136,7 @@ export class Connection implements MessageSink, RequestContext {
     return this.startupDone
   }
 
-  /** True while the server has sent nothing at all. */
+  /** True while the server has sent nothing at all: one that closes a startup unanswered may not know the protocol version asked for. */
   get silent(): boolean {
     return this.chunksRead === 0
   }
@@ -138,6 +148,10 @@ export class Connection implements MessageSink, RequestContext {
   /** Why the connection closed, if it failed; null while open or after a clean end(). */
   get failure(): Error | null {
     return this.closeError
+  }
+
+  get readingPaused(): boolean {
+    return this.pausers.size > 0
   }
 
   get open(): boolean {
@@ -265,20 +279,26 @@ export class Connection implements MessageSink, RequestContext {
     // One writev for the buffer and the tail: two writes would be two syscalls, and two packets without Nagle.
     this.socket.cork?.()
     this.flush()
-    if (!this.socket.write(tail)) this.blocked = true
+    if (!this.socket.write(tail)) this.block()
     this.socket.uncork?.()
   }
 
   private flush(): void {
     if (this.writer.length === 0 || this.state === State.Closed) return
     const chunk = this.writer.take()
-    this.writeStamp.at = performance.now()
+    this.writeStamp.at = this.wroteAt = performance.now()
     this.writeStamp = { at: 0 }
-    if (!this.socket.write(chunk)) this.blocked = true
+    if (!this.socket.write(chunk)) this.block()
+  }
+
+  private block(): void {
+    this.blocked = true
+    this.liveness?.blocked()
   }
 
   private onDrain(): void {
     this.blocked = false
+    this.liveness?.drained()
     if (this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters
       this.drainWaiters = []
@@ -399,37 +419,27 @@ export class Connection implements MessageSink, RequestContext {
     this.startup = null
     this.state = this.state === State.Startup ? State.Open : this.state
     this.settleStartup(null)
+    this.liveness = watchLiveness(this)
     this.pump()
     this.flush()
+  }
+
+  /** Sends `req` (a liveness check) if the connection is idle outside a transaction and its owner wants it watched. */
+  sendIfIdle(req: Request): boolean {
+    if (this.inflight.length + this.pending.length + this.holders.size > 0 || this.state !== State.Open || this.transactionStatus !== 'I' || !this.watchIdle()) return false
+    this.send(req, true)
+    return true
   }
 
   /** Asks for `req` to be cancelled on the server, if and when that can be done safely: see CancelScheduler. */
   requestCancel(req: Request): void {
     if (this.state === State.Closed || this.inflight.length === 0) return
-    const scheduler = this.canceller ?? new CancelScheduler(this.cancelHost())
+    const scheduler = this.canceller ?? new CancelScheduler(cancelHostOf(this, (done) => this.cancelDone(done)))
     if (scheduler.request(req)) this.canceller = scheduler
   }
 
-  /** What the cancel scheduler sees of this connection; made only when a cancel is asked for. */
-  private cancelHost(): CancelHost {
-    return {
-      inflight: this.inflight,
-      // Known once startup is over, and nothing is in flight before.
-      processId: this.processId,
-      secretKey: this.secretKey,
-      cancelTimeout: cancelTimeoutOf(this.config),
-      where: this.where,
-      isClosed: () => this.state === State.Closed,
-      chunksRead: () => this.chunksRead,
-      readingPaused: () => this.pausers.size > 0,
-      openCancelChannel: () => openCancelChannel(this.config, this.host, this.tlsMode),
-      holdWriter: (holder) => this.holdWriter(holder),
-      releaseWriter: (holder) => this.releaseWriter(holder),
-      destroy: (err) => this.destroy(err),
-      done: (scheduler) => {
-        if (this.canceller === scheduler) this.canceller = null
-      },
-    }
+  private cancelDone(scheduler: CancelScheduler): void {
+    if (this.canceller === scheduler) this.canceller = null
   }
 
   /** Finishes what is in flight and queued, then closes. Later requests are rejected. */
@@ -453,6 +463,7 @@ export class Connection implements MessageSink, RequestContext {
     writeTerminate(this.writer)
     this.flush()
     this.state = State.Closed
+    this.liveness?.stop()
     this.socket.end()
     // A server that never closes its side must not keep end() waiting forever.
     setTimeout(() => this.socket.destroy(), 5000).unref()
@@ -470,16 +481,11 @@ export class Connection implements MessageSink, RequestContext {
     this.pausers.clear()
     this.canceller?.dispose()
     this.canceller = null
+    this.liveness?.stop()
     this.socket.destroy()
     // Writers waiting for a drain learn of the closing through their fail().
     this.drainWaiters = []
-    if (this.inflight.length > 0) {
-      const ran = queryLost(err, true)
-      // After a FATAL only the head can have run (see notStarted).
-      const behind = this.fatal ? queryLost(err, false) : ran
-      const inflight = this.inflight.drain()
-      for (let i = 0; i < inflight.length; i++) inflight[i]!.fail(i === 0 ? ran : behind, true)
-    }
+    failInflight(this.inflight, err, this.fatal)
     const unsent = [...again, ...this.pending.drain().filter((r) => r.dropped !== true)]
     // A connection that never became ready reports through ready(), not as a close.
     if (wasStartup || this.events.close === undefined) {

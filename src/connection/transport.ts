@@ -90,7 +90,7 @@ export function describeHost(h: HostAddress): string {
   return addr.includes(':') ? `[${addr}]:${h.port}` : `${addr}:${h.port}`
 }
 
-function socketPath(h: HostAddress): string {
+export function socketPath(h: HostAddress): string {
   // '@name' is a socket in Linux's abstract namespace: the path starts with NUL.
   if (h.host.startsWith('@')) return `\0${h.host.slice(1)}/.s.PGSQL.${h.port}`
   return join(h.host, `.s.PGSQL.${h.port}`)
@@ -287,9 +287,19 @@ export function logKeys(socket: tls.TLSSocket, config: ConnectionConfig): void {
   })
 }
 
+/**
+ * Node 24 and later also set the probe interval and count; earlier versions
+ * take the first two arguments only, and the system's interval and count apply
+ * (pipegres's own checks use the settings everywhere: see liveness.ts).
+ */
+function setKeepAlive(socket: net.Socket, config: ConnectionConfig): void {
+  const set = socket.setKeepAlive as (this: net.Socket, enable: boolean, idle: number, interval?: number, count?: number) => net.Socket
+  set.call(socket, true, config.keepAliveIdle, config.keepAliveInterval || undefined, config.keepAliveCount || undefined)
+}
+
 function finish(socket: net.Socket, mode: Transport['mode'], config: ConnectionConfig, reader: ChunkReader | null = null): Transport {
   socket.setNoDelay(true)
-  if (config.keepAlive) socket.setKeepAlive(true, config.keepAliveIdle)
+  if (config.keepAlive) setKeepAlive(socket, config)
   return nodeTransport(socket, mode, reader)
 }
 

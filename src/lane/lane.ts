@@ -185,6 +185,7 @@ export class Lane {
     )
     settlePooling(session, conn, this.config)
     conn.attachment = session
+    conn.watchIdle = () => this.listening
     this.conn = conn
     this.state = State.Connected
     // Channels listened to on the lost connection are listened to again first.

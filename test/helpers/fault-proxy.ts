@@ -46,6 +46,12 @@ export interface ProxiedConnection {
   readonly serverSidePort: number | undefined
   /** From now on nothing more is relayed either way; both sockets stay open. */
   stall(): void
+  /**
+   * As stall(), and the proxy stops reading too: what the client writes fills
+   * the kernel's buffers until its writes no longer drain, as with a peer that
+   * stopped acknowledging.
+   */
+  freeze(): void
   /** Sends the client an RST and closes the server side. */
   reset(): void
 }
@@ -238,6 +244,11 @@ class Relayed implements ProxiedConnection {
 
   stall(): void {
     this.stalled = true
+  }
+
+  freeze(): void {
+    this.stalled = true
+    for (const s of this.sockets) s.pause()
   }
 
   reset(): void {

@@ -41,6 +41,9 @@ describe('defaults', () => {
     assert.equal(c.connectTimeout, 30_000)
     assert.equal(c.keepAlive, true)
     assert.equal(c.keepAliveIdle, 60_000)
+    assert.equal(c.keepAliveInterval, 0)
+    assert.equal(c.keepAliveCount, 0)
+    assert.equal(c.tcpUserTimeout, 0)
     assert.equal(c.targetSessionAttrs, 'any')
     assert.equal(c.loadBalanceHosts, 'disable')
     assert.equal(c.prepare, true)
@@ -325,6 +328,14 @@ describe('setting values', () => {
     ['keepalives_idle=30', 'keepAliveIdle', 30_000],
     ['keepalives_idle=0', 'keepAliveIdle', 0],
     [{ keepAliveIdle: 1234 }, 'keepAliveIdle', 1234],
+    ['keepalives_interval=5', 'keepAliveInterval', 5_000],
+    [{ keepAliveInterval: 250 }, 'keepAliveInterval', 250],
+    ['keepalives_count=4', 'keepAliveCount', 4],
+    ['keepalives_count=0', 'keepAliveCount', 0],
+    [{ keepAliveCount: 2 }, 'keepAliveCount', 2],
+    // libpq's tcp_user_timeout is in milliseconds, unlike the other durations of a connection string.
+    ['tcp_user_timeout=1500', 'tcpUserTimeout', 1500],
+    [{ tcpUserTimeout: 700 }, 'tcpUserTimeout', 700],
     ['sslsni=0', 'sslsni', false],
     ['sslsni=1', 'sslsni', true],
     ['sslsni=off', 'sslsni', false],
@@ -478,6 +489,10 @@ describe('malformed values', () => {
     ['keepalives_idle', 'keepalives_idle=-3', 'keepalives_idle', ['"-3"']],
     ['keepAlive type', { keepAlive: 1 as unknown as boolean }, 'keepAlive', ['boolean', 'number']],
     ['keepAliveIdle type', { keepAliveIdle: '60' as unknown as number }, 'keepAliveIdle', ['string']],
+    ['keepalives_interval', 'keepalives_interval=-1', 'keepalives_interval', ['"-1"']],
+    ['keepalives_count', 'keepalives_count=many', 'keepalives_count', ['"many"']],
+    ['tcp_user_timeout', 'tcp_user_timeout=1.5', 'tcp_user_timeout', ['"1.5"', 'milliseconds']],
+    ['tcpUserTimeout negative', { tcpUserTimeout: -5 }, 'tcpUserTimeout', ['"-5"']],
     ['sslsni', 'sslsni=maybe', 'sslsni', ['"maybe"']],
     ['sslsni type', { sslsni: 'yes' as unknown as boolean }, 'sslsni', ['boolean', 'string']],
     ['prepare', 'prepare=sometimes', 'prepare', ['"sometimes"', 'always']],
