@@ -59,11 +59,7 @@ export class Connection implements MessageSink, RequestContext {
   private canceller: CancelScheduler | null = null
   /** Socket chunks read so far: whether the server ever sent a byte (see silent), and anything since a cancel reached it. */
   chunksRead = 0
-  /**
-   * Requests in flight that may keep views of the server's bytes past a read
-   * (see keepsReads): while there are any, a read into the shared buffer is
-   * copied first.
-   */
+  /** Requests in flight that may keep views of the server's bytes past a read (see keepsReads): while any do, a read into the shared buffer is copied first. */
   private keepers = 0
   /** See RequestContext.writeStamp and readAt. */
   writeStamp: WriteStamp = { at: 0 }
@@ -122,12 +118,11 @@ export class Connection implements MessageSink, RequestContext {
     this.startupDone = new Promise((resolve, reject) => {
       this.settleStartup = (err) => (err ? reject(err) : resolve())
     })
-    const socket = this.socket
     readFrom(transport, (chunk, n) => this.onData(chunk, n), () => this.keepers > 0)
-    socket.on('error', (err) => this.destroy(socketError(err, this.where)))
-    socket.on('close', () => this.onSocketClose())
-    socket.on('drain', () => this.onDrain())
-    socket.resume()
+    this.socket.on('error', (err) => this.destroy(socketError(err, this.where)))
+    this.socket.on('close', () => this.onSocketClose())
+    this.socket.on('drain', () => this.onDrain())
+    this.socket.resume()
     this.startup.begin()
   }
 
