@@ -126,6 +126,16 @@ export const WORKLOADS: Workload[] = [
     quickSize: 20_000,
     variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'unprepared', 'pipegres (prepare: false)'), v('pipegres', 'lazy', "pipegres (binary, rowMode 'lazy', every column read)"), v('pipegres', 'columns', "pipegres (binary, rowMode 'columns': no row objects)"), v('pg'), NATIVE, v('postgres'), BUN],
   },
+  ...(['1', '10', '100'] as const).map(
+    (k): Workload => ({
+      name: `small-read-${k}`,
+      title: `W4c Results of ${k} user row${k === '1' ? '' : 's'} (uuid, text, text, text) as objects, 64 queries at a time over a pool of 4 connections`,
+      unit: 'row',
+      size: 200_000,
+      quickSize: 40_000,
+      variants: [v('pipegres', '', 'pipegres Pool'), v('pg', '', 'pg Pool'), v('postgres', '', 'postgres (max: 4)'), v('bun', '', "Bun's SQL (max: 4)")],
+    }),
+  ),
   {
     name: 'stream',
     title: 'W5 Stream every users row, row by row or batch by batch, without keeping them',
