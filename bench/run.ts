@@ -11,7 +11,7 @@
 //   --workloads pipelined,users-read     which workloads (default: all)
 //   --rounds 5                           interleaved rounds (default 5)
 //   --repeat 3                           measured repetitions per child (after one warm-up)
-//   --quick                              small sizes, 3 rounds (for npm start)
+//   --quick                              smaller sizes, 3 rounds (for npm start)
 //   --size 4000000                       rows or queries per workload instead of its own (e.g. to see
 //                                        whether a streaming client's peak RSS grows with the data)
 //   --no-pin                             do not pin the server to CPU 0 and the clients to CPU 1
@@ -61,7 +61,7 @@ const quick = flag('quick')
 const busyOk = flag('busy-ok')
 const pin = !flag('no-pin') && cpus().length >= 2
 const rounds = Number(arg('rounds') ?? (quick ? 3 : 5))
-const repeat = Number(arg('repeat') ?? (quick ? 2 : 3))
+const repeat = Number(arg('repeat') ?? 3)
 const selected = arg('workloads')?.split(',') ?? WORKLOADS.map((w) => w.name)
 const clientsWanted = arg('clients')?.split(',')
 const sizeOverride = arg('size') === undefined ? undefined : Number(arg('size'))
@@ -314,7 +314,7 @@ async function main(): Promise<void> {
   })
   const scratch = mkdtempSync(join(tmpdir(), 'pipegres-bench-'))
   try {
-    const start = await waitForQuiet(busyOk ? 0 : 60_000)
+    const start = await waitForQuiet(busyOk ? 5_000 : 60_000)
     if (!start.quiet) {
       const who = await busiest(1000, new Set([process.pid, server.pid, ...childrenOf(server.pid)]))
       const msg = `the machine is busy: other processes used ${describeBusy(start.busy!)} (the limit is ${describeBusy(BUSY_LIMIT)})${who.length > 0 ? `, most of all ${who.join(', ')}` : ''}`
@@ -373,7 +373,7 @@ async function main(): Promise<void> {
             const row = rows[i]!
             if (row.skipped) continue
             let m: Measurement
-            const before = await waitForQuiet(busyOk ? 0 : 20_000)
+            const before = await waitForQuiet(busyOk ? 5_000 : 20_000)
             if (!before.quiet) row.busy.push(before.busy!)
             try {
               m =

@@ -115,7 +115,8 @@ export const WORKLOADS: Workload[] = [
     title: 'W4 Read users rows (uuid, text, text, text) as objects in one query',
     unit: 'row',
     size: 100_000,
-    quickSize: 20_000,
+    // At 20,000 rows a repetition took ~20 ms, and where a major collection fell decided the ranking.
+    quickSize: 100_000,
     variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'unprepared', 'pipegres (prepare: false)'), v('pipegres', 'lazy', "pipegres (binary, rowMode 'lazy', every column read)"), v('pg'), NATIVE, v('postgres'), BUN],
   },
   {
@@ -123,7 +124,7 @@ export const WORKLOADS: Workload[] = [
     title: 'W4 Read the whole typed table as objects (int4, int8, float8, numeric, bool, timestamptz, date, uuid, jsonb, bytea, text[])',
     unit: 'row',
     size: 200_000,
-    quickSize: 20_000,
+    quickSize: 50_000,
     variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'unprepared', 'pipegres (prepare: false)'), v('pipegres', 'lazy', "pipegres (binary, rowMode 'lazy', every column read)"), v('pipegres', 'columns', "pipegres (binary, rowMode 'columns': no row objects)"), v('pg'), NATIVE, v('postgres'), BUN],
   },
   ...(['1', '10', '100'] as const).map(
