@@ -11,7 +11,7 @@
 //   --workloads pipelined,users-read     which workloads (default: all)
 //   --rounds 5                           interleaved rounds (default 5)
 //   --repeat 3                           measured repetitions per child (after one warm-up)
-//   --quick                              small sizes, 3 rounds (for npm start)
+//   --quick                              smaller sizes, 3 rounds (for npm start)
 //   --size 4000000                       rows or queries per workload instead of its own (e.g. to see
 //                                        whether a streaming client's peak RSS grows with the data)
 //   --no-pin                             do not pin the server to CPU 0 and the clients to CPU 1
@@ -20,6 +20,14 @@
 //   --markdown <file>                    also write the report as Markdown (the README's table)
 //   --node <node binary>                 run the Node clients on this Node (default: the one running this
 //                                        script); `node build/scripts/runtimes.js node 26` prints one
+//   --busy-ok                            run even when other processes keep the machine busy; every
+//                                        figure taken while they did is marked (see below)
+//
+// Before it starts and before each child, the runner waits (up to a minute at
+// the start, 20 s later) for half a second in which other processes use less
+// than a tenth of the machine (bench/lib/quiet.ts). If the start never gets
+// one it refuses, naming the busiest processes; with --busy-ok, or when a
+// later wait runs out, it measures anyway and marks those figures with †.
 // PIPEGRES_BENCH_PGBIN=<bin dir> picks the PostgreSQL installation (default: embedded);
 // PIPEGRES_BENCH_NODE=<node binary> is --node's default. The report names the clients' Node version.
 
@@ -32,6 +40,7 @@ import { startServer, stopAllOnSignals } from '../harness/server.js'
 import { connect } from '../src/index.js'
 import { captureCodecFixture } from './lib/codec-capture.js'
 import { childrenOf, serverCpuUs } from './lib/measure.js'
+import { busiest, BUSY_LIMIT, describeBusy, waitForQuiet } from './lib/quiet.js'
 import type { Measurement, Task, Target } from './lib/protocol.js'
 import { copySetupSql, insertUserSql, KEYS, setupSql, USERS_TABLE, userKeys } from './lib/workloads.js'
 import { WORKLOADS, type Variant, type Workload } from './lib/workload-table.js'
@@ -50,9 +59,10 @@ function arg(name: string): string | undefined {
 const flag = (name: string): boolean => process.argv.includes(`--${name}`)
 
 const quick = flag('quick')
+const busyOk = flag('busy-ok')
 const pin = !flag('no-pin') && cpus().length >= 2
 const rounds = Number(arg('rounds') ?? (quick ? 3 : 5))
-const repeat = Number(arg('repeat') ?? (quick ? 2 : 3))
+const repeat = Number(arg('repeat') ?? 3)
 const selected = arg('workloads')?.split(',') ?? WORKLOADS.map((w) => w.name)
 const clientsWanted = arg('clients')?.split(',')
 const sizeOverride = arg('size') === undefined ? undefined : Number(arg('size'))
@@ -207,8 +217,18 @@ interface Row {
   peakRss: number[]
   /** Each child's checksum of what it read or wrote. */
   checks: string[]
+  /** The busiest share of the machine other processes used before one of this client's children, where it was above the limit. */
+  busy: number[]
   skipped?: string
   failures: string[]
+}
+
+/** The note under a table some of whose figures were taken on a busy machine. */
+function busyNote(rows: Row[]): string | undefined {
+  const disturbed = rows.filter((r) => r.busy.length > 0)
+  if (disturbed.length === 0) return undefined
+  const worst = Math.max(...disturbed.flatMap((r) => r.busy))
+  return `† ${disturbed.map((r) => `${r.label} (${r.busy.length} of ${rounds} rounds)`).join(', ')}: measured while other processes used up to ${describeBusy(worst)}; not a quiet-machine figure.`
 }
 
 function report(w: Workload, rows: Row[]): string {
@@ -217,9 +237,10 @@ function report(w: Workload, rows: Row[]): string {
     for (const r of rows) {
       if (r.perSecond.length === 0) continue
       const ms = r.perSecond.map((x) => 1000 / x)
-      lines.push(`| ${r.label} | ${median(ms).toFixed(2)} (${Math.min(...ms).toFixed(2)}–${Math.max(...ms).toFixed(2)}) |`)
+      lines.push(`| ${r.busy.length > 0 ? `${r.label} †` : r.label} | ${median(ms).toFixed(2)} (${Math.min(...ms).toFixed(2)}–${Math.max(...ms).toFixed(2)}) |`)
     }
-    return lines.join('\n')
+    const note = busyNote(rows)
+    return (note ? [...lines, '', note] : lines).join('\n')
   }
   const base = rows[0]!
   const baseRate = median(base.perSecond)
@@ -234,6 +255,8 @@ function report(w: Workload, rows: Row[]): string {
   if (!w.serverless) head.push('peak RSS MB')
   const lines = [`### ${w.title}`, '', `| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`]
   const notes: string[] = []
+  const note = busyNote(rows)
+  if (note) notes.push(note)
   for (const r of rows) {
     if (r.skipped && r.skipped !== 'not selected') notes.push(`${r.label}: ${r.skipped}.`)
     if (r.failures.length > 0) notes.push(`${r.label}: ${r.failures.length} of ${rounds} rounds failed (${r.failures[0]}).`)
@@ -241,7 +264,7 @@ function report(w: Workload, rows: Row[]): string {
     const rate = median(r.perSecond)
     const cpu = median(r.cpuPerUnit)
     const cells = [
-      r.label,
+      r.busy.length > 0 ? `${r.label} †` : r.label,
       `${fmt(rate)} (${fmt(Math.min(...r.perSecond))}–${fmt(Math.max(...r.perSecond))})`,
       (rate / baseRate).toFixed(2),
       r.client === 'pgbench' ? `${cpu.toFixed(2)} (C)` : cpu.toFixed(2),
@@ -294,6 +317,13 @@ async function main(): Promise<void> {
   })
   const scratch = mkdtempSync(join(tmpdir(), 'pipegres-bench-'))
   try {
+    const start = await waitForQuiet(busyOk ? 5_000 : 60_000)
+    if (!start.quiet) {
+      const who = await busiest(1000, new Set([process.pid, server.pid, ...childrenOf(server.pid)]))
+      const msg = `the machine is busy: other processes used ${describeBusy(start.busy!)} (the limit is ${describeBusy(BUSY_LIMIT)})${who.length > 0 ? `, most of all ${who.join(', ')}` : ''}`
+      if (!busyOk) throw new Error(`${msg}. Benchmarks beside a test suite, a build or another benchmark measure the neighbour too: wait until it ends, or pass --busy-ok to measure anyway with every disturbed figure marked.`)
+      console.warn(`warning: ${msg}; figures taken while it lasts are marked †.`)
+    }
     const serverCpus = pin ? '0' : undefined
     const clientCpus = pin ? '1' : undefined
     if (serverCpus) pinTree(server.pid, serverCpus)
@@ -324,6 +354,7 @@ async function main(): Promise<void> {
       `PostgreSQL ${server.versionString.replace(/^postgres \(PostgreSQL\)\s*/, '')} (fsync, synchronous_commit, full_page_writes off), ${users.toLocaleString('en-US')} users, ${typedRows.toLocaleString('en-US')} typed rows`,
       machine(),
       `${new Date().toISOString().slice(0, 10)}; ${rounds} interleaved rounds of ${repeat} measured repetitions per client; ${pin ? 'server on CPU 0, clients on CPU 1' : 'no CPU pinning'}; tables set up in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+      start.busy === undefined ? 'machine load not checked (no /proc/stat)' : `before each child, other processes used less than ${describeBusy(BUSY_LIMIT)}, or its figures are marked †`,
     ]
     console.log(header.join('\n') + '\n')
     const sections: string[] = []
@@ -332,7 +363,7 @@ async function main(): Promise<void> {
       const size = sizeOf(w)
       const rows: Row[] = w.variants.map((v) => {
         const skipped = unavailable(v, pgbench, pgNative)
-        return { label: v.label, client: v.client, perSecond: [], cpuPerUnit: [], serverPerUnit: [], serverBusy: [], p50: [], p99: [], peakRss: [], checks: [], failures: [], ...(skipped ? { skipped } : {}) }
+        return { label: v.label, client: v.client, perSecond: [], cpuPerUnit: [], serverPerUnit: [], serverBusy: [], p50: [], p99: [], peakRss: [], checks: [], busy: [], failures: [], ...(skipped ? { skipped } : {}) }
       })
       const oneCore = w.name === 'sequential-one-core' && pin
       if (oneCore) pinTree(server.pid, '1')
@@ -345,6 +376,8 @@ async function main(): Promise<void> {
             const row = rows[i]!
             if (row.skipped) continue
             let m: Measurement
+            const before = await waitForQuiet(busyOk ? 5_000 : 20_000)
+            if (!before.quiet) row.busy.push(before.busy!)
             try {
               m =
                 variant.client === 'pgbench'

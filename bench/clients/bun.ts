@@ -18,6 +18,10 @@ import {
   insertUntimed,
   insertUserSql,
   selectUserSql,
+  smallReadRows,
+  smallReadSql,
+  smallReads,
+  SMALL_READS,
   typedReadSql,
   userKeys,
   usersReadSql,
@@ -82,9 +86,14 @@ await childMain(async (task: Task) => {
   const n = task.size
   const keys = userKeys()
   const { host, user, ...target } = task.target
-  const sql = new BunSQL({ adapter: 'postgres', ...target, hostname: host, username: user, max: task.workload === 'pool' ? 4 : 1, tls: false, prepare: true })
+  const sql = new BunSQL({ adapter: 'postgres', ...target, hostname: host, username: user, max: task.workload === 'pool' || task.workload in SMALL_READS ? 4 : 1, tls: false, prepare: true })
   const firstCheck = async (text: string): Promise<string | undefined> => (await sql.unsafe(text))[0]?.check as string | undefined
   try {
+    if (task.workload in SMALL_READS) {
+      const k = smallReadRows(task.workload)
+      const text = smallReadSql(k)
+      return await measure(task, n, () => smallReads(keys, Math.ceil(n / k), (key) => sql.unsafe(text, [key])))
+    }
     switch (task.workload) {
       case 'typed-read': {
         const text = statement(typedReadSql(n))

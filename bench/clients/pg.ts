@@ -23,6 +23,10 @@ import {
   insertUntimed,
   insertUserSql,
   selectUserSql,
+  smallReadRows,
+  smallReadSql,
+  smallReads,
+  SMALL_READS,
   typedReadSql,
   userKeys,
   usersReadSql,
@@ -56,6 +60,16 @@ await childMain(async (task: Task) => {
       const rs = await Promise.all(all)
       return checksumLookups(keys, rs.map((r) => r.rows[0]))
     })
+  if (task.workload in SMALL_READS) {
+    const k = smallReadRows(task.workload)
+    const text = smallReadSql(k)
+    const pool = new api.Pool({ ...task.target, max: 4 })
+    try {
+      return await measure(task, n, () => smallReads(keys, Math.ceil(n / k), async (key) => (await pool.query<User>({ name: `small${k}`, text, values: [key] })).rows))
+    } finally {
+      await pool.end()
+    }
+  }
   if (task.workload === 'pool') {
     const pool = new api.Pool({ ...task.target, max: 4 })
     try {

@@ -20,6 +20,10 @@ import {
   insertUntimed,
   insertUserSql,
   selectUserSql,
+  smallReadRows,
+  smallReadSql,
+  smallReads,
+  SMALL_READS,
   typedReadSql,
   userKeys,
   usersReadSql,
@@ -115,6 +119,16 @@ await childMain(async (task: Task) => {
         const rs = await Promise.all(all)
         return checksumLookups(keys, rs.map((r) => r.rows[0]))
       })
+    } finally {
+      await pool.end()
+    }
+  }
+  if (task.workload in SMALL_READS) {
+    const k = smallReadRows(task.workload)
+    const text = smallReadSql(k)
+    const pool = createPool({ ...task.target, sslmode: 'disable', max: 4 })
+    try {
+      return await measure(task, n, () => smallReads(keys, Math.ceil(n / k), async (key) => (await pool.query<User>(text, [key])).rows))
     } finally {
       await pool.end()
     }

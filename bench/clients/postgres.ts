@@ -20,6 +20,10 @@ import {
   insertUntimed,
   insertUserSql,
   selectUserSql,
+  smallReadRows,
+  smallReadSql,
+  smallReads,
+  SMALL_READS,
   typedReadSql,
   userKeys,
   usersReadSql,
@@ -33,9 +37,14 @@ import {
 await childMain(async (task: Task) => {
   const n = task.size
   const keys = userKeys()
-  const sql = postgres({ ...task.target, max: task.workload === 'pool' ? 4 : 1, ssl: false, onnotice: () => {} })
+  const sql = postgres({ ...task.target, max: task.workload === 'pool' || task.workload in SMALL_READS ? 4 : 1, ssl: false, onnotice: () => {} })
   const firstCheck = async (text: string): Promise<string | undefined> => (await sql.unsafe(text))[0]?.check as string | undefined
   try {
+    if (task.workload in SMALL_READS) {
+      const k = smallReadRows(task.workload)
+      const text = smallReadSql(k)
+      return await measure(task, n, () => smallReads(keys, Math.ceil(n / k), (key) => sql.unsafe(text, [key], { prepare: true })))
+    }
     switch (task.workload) {
       case 'typed-read': {
         const text = typedReadSql(n)

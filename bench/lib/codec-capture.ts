@@ -54,15 +54,14 @@ function describe(format: CodecFormat, bytes: Uint8Array, rows: number): Header[
     count++
   }
   if (bytes[at] !== Backend.CommandComplete || at + len(at) !== bytes.length) throw new Error(`${format} capture does not end with CommandComplete`)
-  if (count !== rows) throw new Error(`${format} capture holds ${count} rows, not ${rows}: is the typed table that big?`)
+  if (count !== rows) throw new Error(`${format} capture holds ${count} rows, not ${rows}: is the table that big?`)
   return { format, length: bytes.length, descriptionLength, columns }
 }
 
-/** Captures the server's reply to typedReadSql(rows) in binary and in text into `file`. */
-export async function captureCodecFixture(target: Target, rows: number, file: string): Promise<void> {
+/** Captures the server's reply to `sql` (by default typedReadSql(rows)), `rows` rows, in binary and in text into `file`. */
+export async function captureCodecFixture(target: Target, rows: number, file: string, sql = typedReadSql(rows)): Promise<void> {
   const db = await connect({ ...target, sslmode: 'disable' })
   try {
-    const sql = typedReadSql(rows)
     const parts: Header['parts'] = []
     const blobs: Buffer[] = []
     for (const format of ['binary', 'text'] as const) {

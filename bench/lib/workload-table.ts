@@ -132,7 +132,8 @@ export const WORKLOADS: Workload[] = [
     title: 'W4 Read users rows (uuid, text, text, text) as objects in one query',
     unit: 'row',
     size: 100_000,
-    quickSize: 20_000,
+    // At 20,000 rows a repetition took ~20 ms, and where a major collection fell decided the ranking.
+    quickSize: 100_000,
     variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'unprepared', 'pipegres (prepare: false)'), v('pipegres', 'lazy', "pipegres (binary, rowMode 'lazy', every column read)"), v('pg'), NATIVE, v('postgres'), BUN],
   },
   {
@@ -140,9 +141,19 @@ export const WORKLOADS: Workload[] = [
     title: 'W4 Read the whole typed table as objects (int4, int8, float8, numeric, bool, timestamptz, date, uuid, jsonb, bytea, text[])',
     unit: 'row',
     size: 200_000,
-    quickSize: 20_000,
+    quickSize: 50_000,
     variants: [v('pipegres', 'binary', 'pipegres (binary)'), v('pipegres', 'unprepared', 'pipegres (prepare: false)'), v('pipegres', 'lazy', "pipegres (binary, rowMode 'lazy', every column read)"), v('pipegres', 'columns', "pipegres (binary, rowMode 'columns': no row objects)"), v('pg'), NATIVE, v('postgres'), BUN],
   },
+  ...(['1', '10', '100'] as const).map(
+    (k): Workload => ({
+      name: `small-read-${k}`,
+      title: `W4c Results of ${k} user row${k === '1' ? '' : 's'} (uuid, text, text, text) as objects, 64 queries at a time over a pool of 4 connections`,
+      unit: 'row',
+      size: 200_000,
+      quickSize: 40_000,
+      variants: [v('pipegres', '', 'pipegres Pool'), v('pg', '', 'pg Pool'), v('postgres', '', 'postgres (max: 4)'), v('bun', '', "Bun's SQL (max: 4)")],
+    }),
+  ),
   {
     name: 'stream',
     title: 'W5 Stream every users row, row by row or batch by batch, without keeping them',

@@ -44,6 +44,45 @@ export function checksumLookups(keys: readonly string[], rows: readonly ({ id?: 
   return `${rows.length}:${matched}`
 }
 
+/** W4c: the workloads of small results, by how many rows each query returns. */
+export const SMALL_READS = { 'small-read-1': 1, 'small-read-10': 10, 'small-read-100': 100 } as const
+
+/** Rows per query of a W4c workload. */
+export function smallReadRows(workload: string): number {
+  const k = (SMALL_READS as Record<string, number>)[workload]
+  if (k === undefined) throw new Error(`${workload} is not a small-read workload`)
+  return k
+}
+
+/** W4c: `rows` users from a key on, all columns (a prepared statement per size). */
+export function smallReadSql(rows: number): string {
+  return `SELECT id, name, email, password FROM ${USERS_TABLE} WHERE id >= $1 ORDER BY id LIMIT ${rows}`
+}
+
+/** How many requests W4c keeps in flight, as an application's concurrent requests would (the app workload's 64). */
+export const SMALL_READ_CONCURRENCY = 64
+
+/**
+ * W4c: `queries` small reads, SMALL_READ_CONCURRENCY at a time, each awaited by
+ * its own loop as a request handler would; query i reads from key i on. The
+ * checksum is checksumUsers' over every row read.
+ */
+export async function smallReads(keys: readonly string[], queries: number, read: (key: string) => Promise<readonly { email?: unknown }[]>): Promise<string> {
+  let next = 0
+  let rows = 0
+  let sum = 0
+  const worker = async (): Promise<void> => {
+    while (next < queries) {
+      const i = next++
+      const got = await read(keys[i % keys.length]!)
+      rows += got.length
+      for (const r of got) sum += (r.email as string).length
+    }
+  }
+  await Promise.all(Array.from({ length: SMALL_READ_CONCURRENCY }, worker))
+  return `${rows}:${sum}`
+}
+
 /** W4: the first `size` users, all columns. */
 export function usersReadSql(size: number): string {
   return `SELECT id, name, email, password FROM ${USERS_TABLE} LIMIT ${size}`

@@ -64,7 +64,7 @@ export class ExtendedQuery extends ExtendedRequest {
     const mode = this.settings.rowMode
     try {
       if (mode === 'columns') return (x.columnar ??= new ColumnBuilder(x.fields, x.formats, plan.decoders)).push(buf, start, end)
-      const row = plan.row(mode, buf, start, end)
+      const row = plan.keptRow(mode, buf, start, end)
       // Most pipelined queries return one row: an array of exactly one, not push()'s first 16 slots.
       if (x.rows === null) x.rows = [row]
       else x.rows.push(row)

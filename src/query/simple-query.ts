@@ -91,7 +91,7 @@ export class SimpleQuery extends SettlingRequest<Result<unknown>[], RequestConte
         }
         const plan = this.plan!
         try {
-          this.rows.push(plan.row(this.rowMode, buf, start, end))
+          this.rows.push(plan.keptRow(this.rowMode, buf, start, end))
         } catch (err) {
           if (err instanceof ProtocolError) throw err
           this.failure ??= err as Error
@@ -181,7 +181,7 @@ export class SimpleQuery extends SettlingRequest<Result<unknown>[], RequestConte
     for (const { result, held } of this.waiting) {
       try {
         const plan = this.view.plan(result.fields, [])
-        for (const raw of held) result.rows.push(plan.row(this.rowMode, raw, 0, raw.length))
+        for (const raw of held) result.rows.push(plan.keptRow(this.rowMode, raw, 0, raw.length))
       } catch (err) {
         this.failure ??= err as Error
       }

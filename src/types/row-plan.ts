@@ -1,6 +1,7 @@
 import { ProtocolError } from '../errors.js'
 import type { Decoder } from './codec.js'
 import { lazyRowClass } from './lazy-row.js'
+import { rowReader, type ReaderErrors, type RowReader } from './row-reader.js'
 
 /** The part of a RowDescription field the decoders need. */
 export interface ColumnInfo {
@@ -28,6 +29,8 @@ export class RowPlan {
   private readonly scratch: unknown[]
   /** The class of this plan's rows in rowMode 'lazy', made on first use. */
   private lazyClass: (new (bytes: Uint8Array, at: number) => Record<string, unknown>) | null = null
+  /** The generated reader of kept() rows, made on first use; null where it cannot be generated. */
+  private reader: RowReader | null | undefined = undefined
 
   constructor(columns: readonly ColumnInfo[], decoders: readonly Decoder[]) {
     this.count = columns.length
@@ -39,11 +42,9 @@ export class RowPlan {
   }
 
   private columnCount(buf: Uint8Array, start: number, end: number): void {
-    if (end - start < 2) throw new ProtocolError('malformed DataRow message from server')
+    if (end - start < 2) throw malformed()
     const n = (buf[start]! << 8) | buf[start + 1]!
-    if (n !== this.count) {
-      throw new ProtocolError(`server sent a DataRow with ${n} columns where the RowDescription has ${this.count}`)
-    }
+    if (n !== this.count) throw wrongCount(n, this.count)
   }
 
   object(buf: Uint8Array, start: number, end: number): Record<string, unknown> {
@@ -54,6 +55,17 @@ export class RowPlan {
     // The plan is cached with its statement: it must not keep the last row's values alive.
     for (let i = 0; i < values.length; i++) values[i] = null
     return row
+  }
+
+  /**
+   * An object row that the caller keeps (query()'s collected result), from a
+   * reader generated for this plan's columns (see row-reader.ts). The same
+   * values, checks and errors as object().
+   */
+  kept(buf: Uint8Array, start: number, end: number): Record<string, unknown> {
+    let reader = this.reader
+    if (reader === undefined) reader = this.reader = this.plainKeys ? rowReader(this.names, this.decoders, readerErrors) : null
+    return reader === null ? this.object(buf, start, end) : reader(buf, start, end)
   }
 
   /** Rows built key by key: where a column is named __proto__, or code generation is not allowed. */
@@ -86,6 +98,11 @@ export class RowPlan {
   /** A row in the given mode: the one call site per request type keeps the mode test out of each of them. */
   row(mode: string, buf: Uint8Array, start: number, end: number): unknown {
     return mode === 'object' ? this.object(buf, start, end) : mode === 'array' ? this.array(buf, start, end) : this.lazy(buf, start, end)
+  }
+
+  /** A row that a collected result keeps, in the given mode: object rows from kept(). */
+  keptRow(mode: string, buf: Uint8Array, start: number, end: number): unknown {
+    return mode === 'object' ? this.kept(buf, start, end) : this.row(mode, buf, start, end)
   }
 
   array(buf: Uint8Array, start: number, end: number): unknown[] {
@@ -147,6 +164,16 @@ function rowMaker(names: readonly string[]): RowMaker | null {
 const makers = new Map<string, RowMaker>()
 const MAX_MAKERS = 512
 
+function malformed(): ProtocolError {
+  return new ProtocolError('malformed DataRow message from server')
+}
+
+function wrongCount(n: number, count: number): ProtocolError {
+  return new ProtocolError(`server sent a DataRow with ${n} columns where the RowDescription has ${count}`)
+}
+
 function truncated(): ProtocolError {
   return new ProtocolError('malformed DataRow message from server: a column length does not match the message length')
 }
+
+const readerErrors: ReaderErrors = { malformed, truncated, count: wrongCount }
