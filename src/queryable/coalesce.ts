@@ -113,7 +113,13 @@ function plainData(v: unknown): boolean {
 /** A copy of `err` for one more caller: same class, fields and stack, so that giving it this caller's frames changes no other's. */
 function ownCopy(err: Error): Error {
   const copy = Object.create(Object.getPrototypeOf(err) as object) as Error
-  for (const key of Reflect.ownKeys(err)) Object.defineProperty(copy, key, Object.getOwnPropertyDescriptor(err, key)!)
+  for (const key of Reflect.ownKeys(err)) {
+    const d = Object.getOwnPropertyDescriptor(err, key)!
+    // Newer V8 (Node 26) makes `stack` an own accessor that reads a slot only real errors
+    // have: on the copy it would read undefined. Its value is copied instead.
+    if (d.get !== undefined) Object.defineProperty(copy, key, { value: (err as unknown as Record<PropertyKey, unknown>)[key], writable: true, configurable: true, enumerable: d.enumerable ?? false })
+    else Object.defineProperty(copy, key, d)
+  }
   return copy
 }
 
