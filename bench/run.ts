@@ -41,6 +41,7 @@ import { connect } from '../src/index.js'
 import { captureCodecFixture } from './lib/codec-capture.js'
 import { childrenOf, serverCpuUs } from './lib/measure.js'
 import { busiest, BUSY_LIMIT, describeBusy, waitForQuiet } from './lib/quiet.js'
+import { report, type Row } from './lib/report.js'
 import type { Measurement, Task, Target } from './lib/protocol.js'
 import { copySetupSql, insertUserSql, KEYS, setupSql, USERS_TABLE, userKeys } from './lib/workloads.js'
 import { WORKLOADS, type Variant, type Workload } from './lib/workload-table.js'
@@ -196,91 +197,6 @@ async function settledServerCpu(pid: number, children: number): Promise<number |
   return serverCpuUs(pid)
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = s.length >> 1
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2
-}
-
-const fmt = (n: number): string => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2))
-
-interface Row {
-  label: string
-  client: string
-  perSecond: number[]
-  cpuPerUnit: number[]
-  serverPerUnit: number[]
-  /** Server CPU over wall time of each repetition: the share of one core the server used. */
-  serverBusy: number[]
-  p50: number[]
-  p99: number[]
-  peakRss: number[]
-  /** Each child's checksum of what it read or wrote. */
-  checks: string[]
-  /** The busiest share of the machine other processes used before one of this client's children, where it was above the limit. */
-  busy: number[]
-  skipped?: string
-  failures: string[]
-}
-
-/** The note under a table some of whose figures were taken on a busy machine. */
-function busyNote(rows: Row[]): string | undefined {
-  const disturbed = rows.filter((r) => r.busy.length > 0)
-  if (disturbed.length === 0) return undefined
-  const worst = Math.max(...disturbed.flatMap((r) => r.busy))
-  return `† ${disturbed.map((r) => `${r.label} (${r.busy.length} of ${rounds} rounds)`).join(', ')}: measured while other processes used up to ${describeBusy(worst)}; not a quiet-machine figure.`
-}
-
-function report(w: Workload, rows: Row[]): string {
-  if (w.show === 'latency') {
-    const lines = [`### ${w.title}`, '', '| client | ms, median (min–max) |', '|---|---|']
-    for (const r of rows) {
-      if (r.perSecond.length === 0) continue
-      const ms = r.perSecond.map((x) => 1000 / x)
-      lines.push(`| ${r.busy.length > 0 ? `${r.label} †` : r.label} | ${median(ms).toFixed(2)} (${Math.min(...ms).toFixed(2)}–${Math.max(...ms).toFixed(2)}) |`)
-    }
-    const note = busyNote(rows)
-    return (note ? [...lines, '', note] : lines).join('\n')
-  }
-  const base = rows[0]!
-  const baseRate = median(base.perSecond)
-  const baseCpu = median(base.cpuPerUnit)
-  const latency = rows.some((r) => r.p50.length > 0)
-  const server = !w.serverless && rows.some((r) => r.serverPerUnit.length > 0)
-  const unit = w.unit === 'query' ? 'queries' : w.unit === 'message' ? 'messages' : w.unit === 'request' ? 'requests' : w.unit === 'change' ? 'changes' : 'rows'
-  const head = [`client`, `${unit}/s, median (min–max)`, `vs ${base.label}`, `client CPU µs/${w.unit}`, 'CPU vs pipegres']
-  // How much of one core the server used: near 100% the server, not the client, is the limit.
-  if (server) head.push(`server CPU µs/${w.unit}`, 'server busy')
-  if (latency) head.push('p50 µs', 'p99 µs')
-  if (!w.serverless) head.push('peak RSS MB')
-  const lines = [`### ${w.title}`, '', `| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`]
-  const notes: string[] = []
-  const note = busyNote(rows)
-  if (note) notes.push(note)
-  for (const r of rows) {
-    if (r.skipped && r.skipped !== 'not selected') notes.push(`${r.label}: ${r.skipped}.`)
-    if (r.failures.length > 0) notes.push(`${r.label}: ${r.failures.length} of ${rounds} rounds failed (${r.failures[0]}).`)
-    if (r.perSecond.length === 0) continue
-    const rate = median(r.perSecond)
-    const cpu = median(r.cpuPerUnit)
-    const cells = [
-      r.busy.length > 0 ? `${r.label} †` : r.label,
-      `${fmt(rate)} (${fmt(Math.min(...r.perSecond))}–${fmt(Math.max(...r.perSecond))})`,
-      (rate / baseRate).toFixed(2),
-      r.client === 'pgbench' ? `${cpu.toFixed(2)} (C)` : cpu.toFixed(2),
-      (cpu / baseCpu).toFixed(2),
-    ]
-    if (server) {
-      const has = r.serverPerUnit.length > 0
-      cells.push(has ? median(r.serverPerUnit).toFixed(2) : '–', has ? `${Math.round(median(r.serverBusy) * 100)}%` : '–')
-    }
-    if (latency) cells.push(r.p50.length > 0 ? median(r.p50).toFixed(0) : '–', r.p99.length > 0 ? median(r.p99).toFixed(0) : '–')
-    if (!w.serverless) cells.push(r.client === 'pgbench' ? '–' : String(Math.round(median(r.peakRss) / 1048576)))
-    lines.push(`| ${cells.join(' | ')} |`)
-  }
-  if (notes.length > 0) lines.push('', ...notes)
-  return lines.join('\n')
-}
 
 /** Sets the CPU affinity of a process, all its threads and all its descendants. */
 function pinTree(pid: number, cpu: string): void {
@@ -411,7 +327,7 @@ async function main(): Promise<void> {
       // (Except where the variants do different work: COPY TO's bytes and rows, the codec's messages.)
       if (distinct.size > 1 && w.name !== 'copy-to' && !w.serverless) console.warn(`warning: the clients disagree on ${w.name}: ${[...distinct].join(' | ')}`)
       results[w.name] = rows
-      const section = report(w, rows)
+      const section = report(w, rows, rounds)
       sections.push(section)
       console.log(section + '\n')
     }
