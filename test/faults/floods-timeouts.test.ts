@@ -5,25 +5,18 @@
 // and the client works afterwards. The memory figures are in
 // floods-queued.test.ts; each file takes minutes, and has its own time limit.
 
-import { after, before, describe, test } from 'node:test'
+import { before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Client, PgError, TimeoutError } from '../../src/index.js'
 import { internalsOf } from '../../src/lane/internals.js'
 import { openClient } from '../helpers/client.js'
 import { assertCleanError, outcome, passwordsOf, settleAllWithin } from '../helpers/fault-checks.js'
-import { MILLION } from '../helpers/flood-run.js'
+import { MILLION, watchUnhandledRejections } from '../helpers/flood-run.js'
 import { getTestServer } from '../helpers/server.js'
 import { stalledServer } from '../helpers/stalled-server.js'
 
 // Any unhandled rejection during a flood is a failure of the test that caused it.
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown): void => void unhandled.push(reason)
-before(() => process.on('unhandledRejection', onUnhandled))
-after(() => process.off('unhandledRejection', onUnhandled))
-
-function noUnhandledRejections(): void {
-  assert.deepEqual(unhandled.map(String), [], 'unhandled rejections')
-}
+const noUnhandledRejections = watchUnhandledRejections()
 
 let passwords: string[] = []
 before(async () => {

@@ -4,24 +4,17 @@
 // (nothing hangs, no unhandled rejection), and an optional limit refuses the
 // excess at once. The million queued queries are in floods-queued.test.ts.
 
-import { after, before, describe, test } from 'node:test'
+import { before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ArgumentError, Client, createPool } from '../../src/index.js'
 import { openClient } from '../helpers/client.js'
 import { assertCleanError, passwordsOf, settleAllWithin } from '../helpers/fault-checks.js'
-import { mib, MILLION, runChild } from '../helpers/flood-run.js'
+import { mib, MILLION, runChild, watchUnhandledRejections } from '../helpers/flood-run.js'
 import { getTestServer, mainDatabase } from '../helpers/server.js'
 import { stalledServer } from '../helpers/stalled-server.js'
 
 // Any unhandled rejection during a flood is a failure of the test that caused it.
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown): void => void unhandled.push(reason)
-before(() => process.on('unhandledRejection', onUnhandled))
-after(() => process.off('unhandledRejection', onUnhandled))
-
-function noUnhandledRejections(): void {
-  assert.deepEqual(unhandled.map(String), [], 'unhandled rejections')
-}
+const noUnhandledRejections = watchUnhandledRejections()
 
 let passwords: string[] = []
 before(async () => {

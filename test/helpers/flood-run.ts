@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { after, before } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { mainDatabase } from './server.js'
 
@@ -34,3 +35,15 @@ export async function runChild(scenario: string, count?: number, timeoutMs = 100
 
 export const mib = (n: unknown): string => `${(n as number).toFixed(1)} MiB`
 export const bytes = (n: unknown): string => (n as number).toFixed(0)
+
+/**
+ * Collects the unhandled rejections of the calling test file (hooks registered
+ * at its top level) and returns the check that there were none.
+ */
+export function watchUnhandledRejections(): () => void {
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown): void => void unhandled.push(reason)
+  before(() => process.on('unhandledRejection', onUnhandled))
+  after(() => process.off('unhandledRejection', onUnhandled))
+  return () => assert.deepEqual(unhandled.map(String), [], 'unhandled rejections')
+}
