@@ -1,12 +1,11 @@
 // test-tags: slow
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { createPool, ArgumentError, ConnectionError, type CustomType, type Pool, type PoolOptions } from '../../src/index.js'
 import { adminQuery, mainDatabase } from '../helpers/server.js'
 import { uniqueName } from '../helpers/client.js'
 import { until } from '../helpers/fault-checks.js'
+import { collect } from '../helpers/memory.js'
 
 const pools: Pool[] = []
 after(async () => {
@@ -190,8 +189,7 @@ test('a million checkouts leak no listeners and no memory', { timeout: 120_000 }
   try {
     await pool.query('SELECT 1')
     // A real collection before each measure: without one, heapUsed swings by tens of MB with the collector's timing.
-    setFlagsFromString('--expose-gc')
-    const gc = runInNewContext('gc') as () => void
+    const gc = collect
     let heapAfterWarmup = 0
     for (let i = 0; i < 1_000_000; i++) {
       const c = await pool.reserve()
