@@ -86,6 +86,8 @@ function unavailable(v: Variant, pgbench: string | undefined, pgNative: boolean)
   if (onBun(v.client) && !existsSync(bunBinary)) return 'the bun package is not installed'
   if (v.client === 'pgbench' && !pgbench) return 'no pgbench (14 or later) found'
   if (v.variant === 'native' && !pgNative) return 'pg-native is not installed (it needs libpq and a C++ toolchain to build)'
+  // Its addon is compiled for the Node that installed it; another major cannot load it.
+  if (v.variant === 'native' && nodeVersion.split('.')[0] !== process.versions.node.split('.')[0]) return `pg-native's addon is built for Node ${process.versions.node.split('.')[0]}, not ${nodeVersion.split('.')[0]}`
   return undefined
 }
 
