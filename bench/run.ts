@@ -20,6 +20,9 @@
 //   --markdown <file>                    also write the report as Markdown (the README's table)
 //   --node <node binary>                 run the Node clients on this Node (default: the one running this
 //                                        script); `node build/scripts/runtimes.js node 26` prints one
+//   --baseline <tree>                    also run every pipegres variant from another checkout's build
+//                                        (e.g. a worktree of an earlier commit, built), marked [baseline],
+//                                        interleaved with this tree's: a before/after comparison in one run
 //   --busy-ok                            run even when other processes keep the machine busy; every
 //                                        figure taken while they did is marked (see below)
 //
@@ -66,6 +69,7 @@ const rounds = Number(arg('rounds') ?? (quick ? 3 : 5))
 const repeat = Number(arg('repeat') ?? 3)
 const selected = arg('workloads')?.split(',') ?? WORKLOADS.map((w) => w.name)
 const clientsWanted = arg('clients')?.split(',')
+const baseline = arg('baseline')
 const sizeOverride = arg('size') === undefined ? undefined : Number(arg('size'))
 const sizeOf = (w: Workload): number => sizeOverride ?? (quick ? w.quickSize : w.size)
 for (const name of selected) if (!WORKLOADS.some((w) => w.name === name)) throw new Error(`unknown workload ${name}; known: ${WORKLOADS.map((w) => w.name).join(', ')}`)
@@ -116,7 +120,7 @@ function findPgbench(binDir: string | undefined): string | undefined {
 }
 
 function runChild(v: Variant, task: Task, cpu: string | undefined): Promise<Measurement> {
-  const script = join(here, 'clients', `${v.client}.js`)
+  const script = join(v.benchDir ?? here, 'clients', `${v.client}.js`)
   const runtime = onBun(v.client) ? bunBinary : nodeBinary
   const [cmd, args] = cpu === undefined ? [runtime, [script]] : ['taskset', ['-c', cpu, runtime, script]]
   return new Promise((resolve, reject) => {
@@ -247,6 +251,11 @@ async function main(): Promise<void> {
     if (serverCpus) pinTree(server.pid, serverCpus)
     const target: Target = { host: server.host, port: server.port, user: server.superuser.user, password: server.superuser.password, database: server.database }
     const workloads = WORKLOADS.filter((w) => selected.includes(w.name))
+    if (baseline !== undefined) {
+      const dir = join(baseline, 'build', 'bench')
+      if (!existsSync(join(dir, 'clients', 'pipegres.js'))) throw new Error(`--baseline ${baseline}: no build/bench/clients/pipegres.js there (run npm run build:all in that tree first)`)
+      for (const w of workloads) w.variants = w.variants.flatMap((v) => (v.client === 'pipegres' ? [v, { ...v, label: `${v.label} [baseline]`, benchDir: dir }] : [v]))
+    }
     const setup = await connect({ ...target, sslmode: 'disable' })
     // The tables have their full sizes whichever workloads run, so that a partial run measures what a full one does.
     const byName = (name: string): Workload => WORKLOADS.find((w) => w.name === name)!

@@ -7,6 +7,8 @@ export interface Variant {
   label: string
   /** Runs only where the clients' Node has the global Temporal (26 and later). */
   needsTemporal?: boolean
+  /** The build/bench directory whose client script runs it (--baseline: another tree's pipegres); this tree's by default. */
+  benchDir?: string
 }
 
 export interface Workload {
