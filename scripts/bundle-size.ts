@@ -2,7 +2,9 @@
 // the package entries for each target, minified, with their sizes raw and
 // gzipped, and the modules the runtime must provide (cloudflare:*, node:*).
 //
-//   npm run build:all && node build/scripts/bundle-size.js
+//   npm run bundle-size   (npm run build && npm run build:all && node build/scripts/bundle-size.js)
+//
+// (the package entries are dist/'s, as an application resolves them.)
 //
 // Targets, as the usual tools bundle them:
 //   workerd  Cloudflare Workers (wrangler): the `workerd` export condition, the
@@ -29,13 +31,18 @@ export interface BundleReport {
   external: string[]
 }
 
-/** Bundles `entry` (a file, or a specifier such as 'pipegres/wire' resolved from the repository) for `target`. */
+/**
+ * Bundles `entry` for `target`: a file, a specifier such as 'pipegres/wire'
+ * (resolved from the repository through package.json's exports, everything it
+ * exports kept), or the source of a module (`export { connect } from 'pipegres'`:
+ * what an application that uses only those keeps after tree shaking).
+ */
 export async function bundle(entry: string, target: BundleTarget, options: { minify?: boolean; outfile?: string } = {}): Promise<BundleReport & { code: Uint8Array }> {
   const esbuild = await import('esbuild')
-  const byName = !entry.startsWith('/') && !entry.startsWith('.')
+  const source = entry.startsWith('export ') ? entry : !entry.startsWith('/') && !entry.startsWith('.') ? `export * from ${JSON.stringify(entry)}` : undefined
   const result = await esbuild.build({
-    // A package name resolves through package.json's exports, from the repository (the package names itself).
-    ...(byName ? { stdin: { contents: `export * from ${JSON.stringify(entry)}`, resolveDir: root, loader: 'js' } } : { entryPoints: [entry] }),
+    // A package name resolves from the repository (the package names itself).
+    ...(source !== undefined ? { stdin: { contents: source, resolveDir: root, loader: 'js' } } : { entryPoints: [entry] }),
     bundle: true,
     write: options.outfile !== undefined,
     ...(options.outfile === undefined ? {} : { outfile: options.outfile }),
@@ -60,6 +67,7 @@ const kib = (n: number): string => `${(n / 1024).toFixed(1)} KiB`
 async function main(): Promise<void> {
   const cases: [string, BundleTarget][] = [
     ['pipegres', 'workerd'],
+    ["export { connect, createPool } from 'pipegres'", 'workerd'],
     ['pipegres/wire', 'workerd'],
     ['pipegres/wire', 'browser'],
     ['pipegres', 'node'],
@@ -68,7 +76,8 @@ async function main(): Promise<void> {
   console.log(`esbuild ${version}, --bundle --minify --format=esm, gzip -9`)
   for (const [entry, target] of cases) {
     const r = await bundle(entry, target)
-    console.log(`${`${entry} (${target})`.padEnd(26)} ${kib(r.bytes).padStart(10)} minified ${kib(r.gzip).padStart(10)} gzipped   runtime modules: ${r.external.join(' ') || 'none'}`)
+    const name = entry.startsWith('export ') ? `{ ${/\{ (.*) \}/.exec(entry)![1]} } of ${/'(.*)'/.exec(entry)![1]}` : entry
+    console.log(`${`${name} (${target})`.padEnd(44)} ${kib(r.bytes).padStart(10)} minified ${kib(r.gzip).padStart(10)} gzipped   runtime modules: ${r.external.join(' ') || 'none'}`)
   }
 }
 

@@ -16,8 +16,14 @@ import { fileURLToPath } from 'node:url'
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const require = createRequire(join(root, 'package.json'))
 
-/** A compatibility date this workerd supports, with nodejs_compat's Node-style timers (`unref()`) and modules. */
-export const COMPATIBILITY_DATE = '2025-09-15'
+/** A recent compatibility date this workerd supports: what a new Worker gets. */
+export const COMPATIBILITY_DATE = '2026-11-01'
+/**
+ * The oldest date pipegres supports: nodejs_compat's second version (the
+ * `process` and `Buffer` globals); timers are numbers, EventTarget listeners
+ * get another `this`, and there is no node:os or node:fs.
+ */
+export const OLDEST_COMPATIBILITY_DATE = '2024-09-23'
 
 /** The workerd binary of the dev dependency (its platform package), or why there is none. */
 export function workerdBinary(): string {
@@ -76,7 +82,7 @@ export function freePort(): Promise<number> {
 const capnpString = (s: string): string => JSON.stringify(s)
 
 /** The config; `embed` paths are relative to the config file, so the Worker sits beside it as worker.js. */
-function config(port: number, trustedCertificates: string[]): string {
+function config(port: number, trustedCertificates: string[], compatibilityDate: string): string {
   return `using Workerd = import "/workerd/workerd.capnp";
 
 const config :Workerd.Config = (
@@ -92,7 +98,7 @@ const config :Workerd.Config = (
 
 const worker :Workerd.Worker = (
   modules = [(name = "worker.js", esModule = embed "worker.js")],
-  compatibilityDate = ${capnpString(COMPATIBILITY_DATE)},
+  compatibilityDate = ${capnpString(compatibilityDate)},
   compatibilityFlags = ["nodejs_compat"],
   globalOutbound = "internet",
 );
@@ -111,13 +117,13 @@ export interface RunningWorker {
 const START_TIMEOUT_MS = 30_000
 
 /** Starts workerd serving `workerFile` (an ES module bundle); resolves once it answers HTTP. */
-export async function startWorker(workerFile: string, options: { trustedCertificates: string[] }): Promise<RunningWorker> {
+export async function startWorker(workerFile: string, options: { trustedCertificates: string[]; compatibilityDate?: string }): Promise<RunningWorker> {
   const binary = workerdBinary()
   const dir = mkdtempSync(join(tmpdir(), 'pipegres-workerd-'))
   const port = await freePort()
   const configFile = join(dir, 'config.capnp')
   copyFileSync(workerFile, join(dir, 'worker.js'))
-  writeFileSync(configFile, config(port, options.trustedCertificates))
+  writeFileSync(configFile, config(port, options.trustedCertificates, options.compatibilityDate ?? COMPATIBILITY_DATE))
   let output = ''
   const child: ChildProcess = spawn(binary, ['serve', configFile, '--verbose'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (output += d))

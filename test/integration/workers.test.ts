@@ -15,7 +15,7 @@ import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { adminQuery, connectionUrl, getTestServer } from '../helpers/server.js'
-import { bundleWorker, startWorker, type RunningWorker } from '../helpers/workerd.js'
+import { bundleWorker, OLDEST_COMPATIBILITY_DATE, startWorker, type RunningWorker } from '../helpers/workerd.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
 // Compiled to build/test/integration; the Worker's compiled source beside it.
@@ -29,15 +29,18 @@ const plain = url(server.superuser, { sslmode: 'disable' })
 
 let worker: RunningWorker
 let dir: string
+let bundleFile: string
+const trustedCertificates = [readFileSync(server.tls.caFile, 'utf8')]
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'pipegres-worker-'))
   const bundle = await bundleWorker(appEntry, join(dir, 'worker.js'))
   // The Workers entry leaves Node's transport out: the bundle must not contain it.
-  for (const nodeOnly of ['node-socket.js', 'pgpass.js', 'tls-options.js', 'node-platform.js']) {
+  for (const nodeOnly of ['node-socket.js', 'pgpass.js', 'tls-options.js', 'node-platform.js', 'node-system.js']) {
     assert.ok(!bundle.inputs.some((f) => f.endsWith(`/${nodeOnly}`)), `the Worker bundle contains ${nodeOnly}`)
   }
-  worker = await startWorker(bundle.file, { trustedCertificates: [readFileSync(server.tls.caFile, 'utf8')] })
+  bundleFile = bundle.file
+  worker = await startWorker(bundle.file, { trustedCertificates })
 })
 
 after(async () => {
@@ -46,9 +49,9 @@ after(async () => {
 })
 
 /** Runs a scenario; fails with the Worker's error and workerd's output when there is no result. */
-async function run(name: string, input: Record<string, unknown>): Promise<any> {
-  const answer = await worker.call(name, input)
-  assert.ok('result' in answer, `${name} failed in the Worker: ${JSON.stringify(answer.error)}\nworkerd:\n${worker.output().slice(-3000)}`)
+async function run(name: string, input: Record<string, unknown>, on: RunningWorker = worker): Promise<any> {
+  const answer = await on.call(name, input)
+  assert.ok('result' in answer, `${name} failed in the Worker: ${JSON.stringify(answer.error)}\nworkerd:\n${on.output().slice(-3000)}`)
   return answer.result
 }
 
@@ -150,12 +153,28 @@ describe('pipegres in Cloudflare Workers (workerd)', () => {
     assert.equal(open, 0, 'the pool closed its connections after the response')
   })
 
+  test(`the oldest compatibility date with nodejs_compat v2 (${OLDEST_COMPATIBILITY_DATE}): queries, TLS and cancellation`, async () => {
+    // Its timers have no unref(), its EventTarget calls listeners with another `this`, and it has no node:os.
+    const old = await startWorker(bundleFile, { trustedCertificates, compatibilityDate: OLDEST_COMPATIBILITY_DATE })
+    try {
+      assert.equal((await run('plain', { url: plain }, old)).two, 2)
+      const tls = await run('session', { url: url(users.scram, { sslmode: 'verify-full' }, 'localhost') }, old)
+      assert.deepEqual(tls, { tls: true, session: { user: users.scram.user, ssl: true } })
+      const cancel = await run('cancel', { url: plain }, old)
+      assert.equal(cancel.aborted.causeCode, '57014')
+      assert.equal(cancel.timedOut.causeCode, '57014')
+    } finally {
+      await old.stop()
+    }
+  })
+
   describe('settings a Worker cannot honour are refused, naming the setting', () => {
     const cases: [string, Record<string, string>, string | undefined, string, RegExp][] = [
       ['an sslrootcert file', { sslmode: 'verify-full', sslrootcert: server.tls.caFile }, 'localhost', 'sslrootcert', /trust store/],
       ['a unix-socket host', { sslmode: 'disable' }, server.socketDir, 'host', /unix-socket/],
       ['direct TLS', { sslmode: 'require', sslnegotiation: 'direct' }, 'localhost', 'sslnegotiation', /ALPN/],
       ['a client certificate', { sslmode: 'require', sslcert: '/client.crt', sslkey: '/client.key' }, 'localhost', 'sslcert', /certificate/],
+      ['hostaddr with TLS', { sslmode: 'require', hostaddr: '127.0.0.1' }, 'localhost', 'hostaddr', /certificate/],
     ]
     for (const [label, params, host, setting, message] of cases) {
       test(label, async () => {
