@@ -6,7 +6,6 @@ export {
   DEFAULT_STATEMENT_CACHE_SIZE,
   DEFAULT_KEEPALIVE_IDLE_MS,
 } from './resolve.js'
-export { passwordFromPassfile, findPassword } from './pgpass.js'
 export { parseConnectionString } from './connection-string.js'
 export { parseUrl, isConnectionUrl, redactUrl } from './parse-url.js'
 export { parseKeyValue } from './parse-keyvalue.js'

@@ -4,7 +4,6 @@
 // winning value of a setting is parsed, so a bad PGPORT does not matter when
 // the options give a port (as in libpq, which never looks at the variable then).
 
-import os from 'node:os'
 import path from 'node:path'
 import { ConfigError } from '../errors.js'
 import { readEnv, settingsFromEnv } from './env.js'
@@ -12,6 +11,7 @@ import { type ConnectOptions, type OptionField, collectOptions, typeName } from 
 import type { StreamFactory } from './byte-stream.js'
 import { resolveOAuth } from './oauth-settings.js'
 import { homeDirectory } from './service-file.js'
+import { system } from './system.js'
 import { type Found, Sources, bool, count, prepareMode, duration, milliseconds, optionalStartupText, optionalText, text, typeError } from './sources.js'
 import type {
   ChannelBinding,
@@ -42,9 +42,9 @@ export interface ResolveOptions {
   env?: Record<string, string | undefined>
   /** Option-object keys handled by other layers, not to be reported as unknown. */
   ignoreKeys?: readonly string[]
-  /** Home directory for the default password file. Default: HOME from `env`, else os.homedir(). */
+  /** Home directory for the default password file. Default: HOME from `env`, else the operating system's (see system.ts). */
   homedir?: string
-  /** User name to default to. Default: os.userInfo().username. */
+  /** User name to default to. Default: the operating system's (see system.ts). */
   osUser?: string
 }
 
@@ -371,7 +371,7 @@ function osUserName(given: string | undefined): string {
   if (given !== undefined && given !== '') return given
   let name = ''
   try {
-    name = os.userInfo().username
+    name = system().userName()
   } catch {
     // No passwd entry, e.g. an arbitrary uid in a container.
   }

@@ -15,12 +15,11 @@
 // starting with '#' are comments, and only the lines of the wanted section are
 // checked.
 
-import { readFileSync } from 'node:fs'
-import os from 'node:os'
 import path from 'node:path'
 import { ConfigError } from '../errors.js'
 import { readEnv } from './env.js'
 import { KEYWORDS, type Keyword, UNSUPPORTED_KEYWORDS, closest, isKeyword } from './keywords.js'
+import { system } from './system.js'
 
 /** One setting of a service section. */
 export interface ServiceSetting {
@@ -54,7 +53,7 @@ export interface ServiceLookup {
  * naming the file and the line (never a value: a line may hold a password).
  */
 export function findService(name: string, setting: string, lookup: ServiceLookup): Service {
-  const read = lookup.readFile ?? ((file: string) => readFileSync(file, 'utf8'))
+  const read = lookup.readFile ?? ((file: string) => system().readTextFile(file))
   const searched: string[] = []
   for (const { file, namedBy } of serviceFiles(lookup)) {
     let text: string
@@ -74,8 +73,8 @@ export function findService(name: string, setting: string, lookup: ServiceLookup
     searched.push(`"${file}"`)
   }
   const where = searched.length === 0 ? 'no service file to search (set PGSERVICEFILE or HOME)' : `searched ${searched.join(', ')}`
-  const system = readEnv(lookup.env, 'PGSYSCONFDIR') ? '' : '; pipegres reads a system-wide pg_service.conf only from PGSYSCONFDIR'
-  throw new ConfigError(setting, `definition of service "${name}" not found: ${where}${system}`)
+  const sysconf = readEnv(lookup.env, 'PGSYSCONFDIR') ? '' : '; pipegres reads a system-wide pg_service.conf only from PGSYSCONFDIR'
+  throw new ConfigError(setting, `definition of service "${name}" not found: ${where}${sysconf}`)
 }
 
 /** A file to search, and the setting that named it, if one did (such a file must exist). */
@@ -118,7 +117,7 @@ export function homeDirectory(homedir: string | undefined, env: Record<string, s
   if (home === undefined) home = readEnv(env, 'HOME')
   if (home === undefined || home === '') {
     try {
-      home = os.homedir()
+      home = system().homeDir()
     } catch {
       // Deno without --allow-sys, or no passwd entry: no home directory.
       home = ''

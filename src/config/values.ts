@@ -2,7 +2,6 @@
 // the setting as the user wrote it (keyword, option field or PG* variable)
 // and the offending value, except for secrets, which are never echoed.
 
-import { isIP } from 'node:net'
 import { ConfigError } from '../errors.js'
 import type { AuthMethodName, ProtocolVersion, RequireAuth } from './types.js'
 
@@ -69,9 +68,32 @@ export function parsePortList(text: string, o: Origin): number[] {
 /** hostaddr items: numeric addresses, or '' for "resolve the host name". */
 export function parseHostaddrList(items: readonly string[], o: Origin): string[] {
   for (const item of items) {
-    if (item !== '' && isIP(item) === 0) invalid(o, item, 'hostaddr must be a numeric IPv4 or IPv6 address')
+    if (item !== '' && !isNumericAddress(item)) invalid(o, item, 'hostaddr must be a numeric IPv4 or IPv6 address')
   }
   return [...items]
+}
+
+const IPV4_OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]\\d|\\d)'
+const IPV4 = new RegExp(`^${IPV4_OCTET}(?:\\.${IPV4_OCTET}){3}$`)
+/** A zone after '%' (fe80::1%eth0), as getaddrinfo takes it. */
+const ZONE = /%[0-9A-Za-z.:_-]+$/
+
+/**
+ * What node:net's isIP accepts, without node:net (config/ loads in Workers):
+ * dotted-quad IPv4 without leading zeros, or IPv6 (with an optional zone),
+ * whose syntax the URL parser checks.
+ */
+export function isNumericAddress(text: string): boolean {
+  if (IPV4.test(text)) return true
+  if (!text.includes(':')) return false
+  const address = text.replace(ZONE, '')
+  if (!/^[0-9A-Fa-f:.]+$/.test(address)) return false
+  try {
+    new URL(`http://[${address}]/`)
+    return true
+  } catch {
+    return false
+  }
 }
 
 const AUTH_METHODS: readonly AuthMethodName[] = ['password', 'md5', 'scram-sha-256', 'oauth', 'gss', 'sspi', 'none']

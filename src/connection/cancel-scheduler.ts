@@ -3,6 +3,7 @@ import type { ConnectionConfig, HostAddress } from '../config/types.js'
 import { cancelTimeoutOf, openCancelChannel, type CancelChannel } from './cancel.js'
 import type { Request } from './request.js'
 import type { TlsAttempt } from './transport.js'
+import { unrefTimer } from './timers.js'
 
 // A CancelRequest interrupts whatever the backend is executing when the signal
 // lands, which in a pipeline could be the query after the one meant. So:
@@ -335,7 +336,7 @@ export class CancelScheduler {
       if (host.isClosed() || this.sentFor !== req) return
       if (host.chunksRead() !== seen || host.readingPaused()) {
         seen = host.chunksRead()
-        this.watch = setTimeout(look, limit).unref()
+        this.watch = unrefTimer(setTimeout(look, limit))
         return
       }
       host.destroy(
@@ -346,7 +347,7 @@ export class CancelScheduler {
       )
     }
     // The socket keeps the process alive while the target is pending; this timer must not keep it alive after.
-    this.watch = setTimeout(look, limit).unref()
+    this.watch = unrefTimer(setTimeout(look, limit))
   }
 
   /**

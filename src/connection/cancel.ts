@@ -5,6 +5,7 @@ import { Writer } from '../protocol/writer.js'
 import type { ByteStream } from '../config/byte-stream.js'
 import { openTransport } from './open.js'
 import { describeHost, type TlsAttempt, type Transport } from './transport.js'
+import { unrefTimer } from './timers.js'
 
 // A CancelRequest goes on a connection of its own, to the same server, over TLS
 // when the connection it cancels uses TLS (its secret key must not travel in
@@ -60,8 +61,8 @@ export function openCancelChannel(config: ConnectionConfig, host: HostAddress, t
   }, limit)
   // An unused channel must not keep the process alive, nor the server's process waiting.
   const idleTimer = setTimeout(finish, IDLE_MS)
-  openTimer.unref()
-  idleTimer.unref()
+  unrefTimer(openTimer)
+  unrefTimer(idleTimer)
   const opened: Promise<Transport> = Promise.race([
     openTransport(config, host, tls, (s) => {
       socket = s

@@ -16,6 +16,7 @@ import { closedError, failInflight, fatalError, notStarted, queryLost } from './
 import type { ConnectionEvents } from './connection-events.js'
 import { Startup } from './startup.js'
 import { describeHost, readFrom, socketError, type Transport } from './transport.js'
+import { unrefTimer } from './timers.js'
 
 const enum State {
   Startup,
@@ -461,7 +462,7 @@ export class Connection implements MessageSink, RequestContext {
     this.liveness?.stop()
     this.socket.end()
     // A server that never closes its side must not keep end() waiting forever.
-    setTimeout(() => this.socket.destroy(), 5000).unref()
+    unrefTimer(setTimeout(() => this.socket.destroy(), 5000))
     this.events.close?.(null, [])
   }
 

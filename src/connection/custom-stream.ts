@@ -1,16 +1,15 @@
-import * as tls from 'node:tls'
 import type { ByteStream, StreamFactory } from '../config/byte-stream.js'
 import type { ConnectionConfig, HostAddress } from '../config/types.js'
 import { ConfigError, ConnectionError, PipegresError, ProtocolError } from '../errors.js'
 import { writeSSLRequest } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
-import { tlsOptionsFor } from './tls-options.js'
-import { describeHost, logKeys, nodeTransport, openKeyLog, readSslAnswer, TlsRefused, tlsError, waitConnect, type TlsAttempt, type Transport } from './transport.js'
+import { platform } from './platform.js'
+import { describeHost, readSslAnswer, TlsRefused, tlsError, type TlsAttempt, type Transport } from './transport.js'
 
 // A connection over the byte stream the `stream` option opens. The protocol
 // runs over it exactly as over a socket of our own; TLS follows sslmode, by the
 // stream's own startTls() where it has one (a runtime's TLS), else by node:tls
-// over a Node Duplex.
+// over a Node Duplex (where the platform has node:tls: see platform.ts).
 
 const METHODS = ['write', 'end', 'destroy', 'pause', 'resume', 'on', 'once', 'off'] as const
 
@@ -27,7 +26,7 @@ function isNodeDuplex(s: ByteStream): boolean {
 }
 
 function canUpgrade(s: ByteStream): boolean {
-  return typeof s.startTls === 'function' || isNodeDuplex(s)
+  return typeof s.startTls === 'function' || (isNodeDuplex(s) && platform().wrapTls !== undefined)
 }
 
 export async function openCustomStream(
@@ -37,6 +36,8 @@ export async function openCustomStream(
   attempt: TlsAttempt,
   register: (s: ByteStream) => void,
   purpose: 'connection' | 'cancel',
+  /** Who opens the streams, for messages: the `stream` option, or the runtime's socket API (cloudflare-socket.ts). */
+  origin = 'the stream option',
 ): Promise<Transport> {
   const where = describeHost(h)
   let stream: unknown
@@ -44,10 +45,10 @@ export async function openCustomStream(
     stream = await factory({ host: h.host, port: h.port, purpose })
   } catch (err) {
     if (err instanceof PipegresError) throw err
-    throw new ConnectionError('PG_CONNECTION_REFUSED', `the stream option could not open a stream to ${where}: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+    throw new ConnectionError('PG_CONNECTION_REFUSED', `${origin} could not open a stream to ${where}: ${(err as Error)?.message ?? String(err)}`, { cause: err })
   }
   if (!isByteStream(stream)) {
-    throw new ConfigError('stream', `the stream option returned ${stream === null ? 'null' : typeof stream} for ${where}, not a byte stream (a Node Duplex, or an object with ${METHODS.join(', ')})`)
+    throw new ConfigError('stream', `${origin} returned ${stream === null ? 'null' : typeof stream} for ${where}, not a byte stream (a Node Duplex, or an object with ${METHODS.join(', ')})`)
   }
   register(stream)
   const plain = (): Transport => ({ socket: stream, tls: false, authorized: false, mode: 'none', peerCertificate: undefined, reader: null })
@@ -58,11 +59,12 @@ export async function openCustomStream(
     stream.destroy()
     throw new TlsRefused(
       'PG_TLS',
-      `sslmode=${config.sslmode} needs TLS, but the stream the stream option opened for ${where} can neither startTls() nor be wrapped by node:tls (it is not a Node Duplex); ` +
+      `sslmode=${config.sslmode} needs TLS, but the stream ${origin} opened for ${where} can neither startTls() nor be wrapped by node:tls ` +
+        `(${isNodeDuplex(stream) ? `pipegres does not use node:tls on ${platform().name}` : 'it is not a Node Duplex'}); ` +
         'set sslmode=disable if the stream is private or encrypted already',
     )
   }
-  if (attempt === 'direct') return upgrade(config, stream, h, 'direct')
+  if (attempt === 'direct') return upgrade(config, stream, h, 'direct', origin)
 
   const w = new Writer(64)
   writeSSLRequest(w)
@@ -77,10 +79,10 @@ export async function openCustomStream(
     stream.destroy()
     throw new ProtocolError(`server at ${where} answered SSLRequest with byte 0x${answer.toString(16).padStart(2, '0')}`)
   }
-  return upgrade(config, stream, h, 'request')
+  return upgrade(config, stream, h, 'request', origin)
 }
 
-async function upgrade(config: ConnectionConfig, stream: ByteStream, h: HostAddress, mode: 'request' | 'direct'): Promise<Transport> {
+async function upgrade(config: ConnectionConfig, stream: ByteStream, h: HostAddress, mode: 'request' | 'direct', origin: string): Promise<Transport> {
   const where = describeHost(h)
   if (typeof stream.startTls === 'function') {
     const rootcert = config.sslrootcert
@@ -93,23 +95,9 @@ async function upgrade(config: ConnectionConfig, stream: ByteStream, h: HostAddr
       stream.destroy()
       throw tlsError(err, where)
     }
-    if (!isByteStream(secure)) throw new ConfigError('stream', `startTls() of the stream option's stream did not resolve with a byte stream for ${where}`)
+    if (!isByteStream(secure)) throw new ConfigError('stream', `startTls() of the stream ${origin} opened did not resolve with a byte stream for ${where}`)
     // The runtime verified what was asked for, or failed above; no certificate reaches us, so no channel binding.
     return { socket: secure, tls: true, authorized: verifyChain, mode, peerCertificate: undefined, reader: null }
   }
-  const options = tlsOptionsFor(config, h.host, mode === 'direct')
-  openKeyLog(config)
-  const secure = tls.connect({ ...options, socket: stream as unknown as NonNullable<tls.ConnectionOptions['socket']> })
-  logKeys(secure, config)
-  try {
-    await waitConnect(secure, 'secureConnect', where)
-  } catch (err) {
-    secure.destroy()
-    throw err
-  }
-  if (mode === 'direct' && secure.alpnProtocol !== 'postgresql') {
-    secure.destroy()
-    throw new ConnectionError('PG_TLS', `server at ${where} did not negotiate the "postgresql" ALPN protocol for a direct TLS connection`)
-  }
-  return nodeTransport(secure, mode)
+  return platform().wrapTls!(config, stream, h, mode)
 }

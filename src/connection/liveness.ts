@@ -1,11 +1,11 @@
-import * as net from 'node:net'
 import type { ConnectionConfig, HostAddress } from '../config/types.js'
 import { ConnectionError, ProtocolError, type PgErrorFields } from '../errors.js'
 import { Backend } from '../protocol/message-codes.js'
-import { writeSSLRequest, writeSync } from '../protocol/frontend.js'
+import { writeSync } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
 import type { Request } from './request.js'
-import { isUnixHost, socketPath } from './transport.js'
+import { platform } from './platform.js'
+import { unrefTimer } from './timers.js'
 
 // Dead peers. A server that vanished without a FIN or an RST (a partition, a
 // host powered off, a middlebox that dropped the connection's state) leaves a
@@ -130,7 +130,7 @@ export class Liveness {
       this.tick()
     }, Math.max(MIN_TICK_MS, at - performance.now()))
     // Nothing here may keep a process alive: the socket does while queries wait.
-    this.timer.unref()
+    unrefTimer(this.timer)
   }
 
   private tick(): void {
@@ -183,7 +183,7 @@ export class Liveness {
     const h = this.host
     this.reaching = true
     const { window, idle } = this.limits
-    reachServer(h.host, window, h.config.sslnegotiation === 'direct').then(
+    platform().reach(h.config, h.host, window).then(
       () => {
         this.reaching = false
         this.okAt = performance.now()
@@ -209,39 +209,6 @@ export class Liveness {
     const h = this.host
     h.destroy(new ConnectionError('PG_CONNECTION_CLOSED', `the server at ${h.where} is taken for lost: ${why}`, cause === undefined ? undefined : { cause }))
   }
-}
-
-/**
- * Opens a connection to the server and waits for a sign of life: the one-byte
- * answer to SSLRequest, which PostgreSQL and the poolers in front of it give
- * before any authentication (a direct-TLS server: the TCP handshake alone).
- * The server's process for it ends quietly when the connection closes.
- */
-export function reachServer(h: HostAddress, timeout: number, direct: boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const socket = isUnixHost(h.host) ? net.connect({ path: socketPath(h) }) : net.connect({ host: h.hostaddr ?? h.host, port: h.port })
-    socket.unref()
-    let settled = false
-    const settle = (err: Error | null): void => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      socket.destroy()
-      if (err === null) resolve()
-      else reject(err)
-    }
-    const timer = setTimeout(() => settle(new Error(`no answer within ${timeout} ms`)), timeout)
-    timer.unref()
-    socket.once('connect', () => {
-      if (direct) return settle(null)
-      const w = new Writer(16)
-      writeSSLRequest(w)
-      socket.write(w.take())
-    })
-    socket.once('data', () => settle(null))
-    socket.once('error', (err) => settle(err))
-    socket.once('close', () => settle(new Error('the server closed the connection without answering')))
-  })
 }
 
 /** The check of an idle connection: a Sync, answered by ReadyForQuery and nothing else. */

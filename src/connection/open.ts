@@ -1,12 +1,16 @@
 import type { ByteStream } from '../config/byte-stream.js'
 import type { ConnectionConfig, HostAddress } from '../config/types.js'
+import { cloudflarePlatform } from './cloudflare-platform.js'
+import { cloudflareStream } from './cloudflare-socket.js'
 import { openCustomStream } from './custom-stream.js'
-import { openSocket, type TlsAttempt, type Transport } from './transport.js'
+import { platform } from './platform.js'
+import type { TlsAttempt, Transport } from './transport.js'
 
 /**
  * Opens the transport of one connection attempt or cancel request: a socket of
- * pipegres's own, or the `stream` option's. `register` receives the stream as
- * soon as it exists so the caller can destroy it on a connect timeout.
+ * the runtime's (see platform.ts), or the `stream` option's. `register`
+ * receives the stream as soon as it exists so the caller can destroy it on a
+ * connect timeout.
  */
 export function openTransport(
   config: ConnectionConfig,
@@ -15,6 +19,8 @@ export function openTransport(
   register: (s: ByteStream) => void,
   purpose: 'connection' | 'cancel',
 ): Promise<Transport> {
+  // The Cloudflare transport given by name is the runtime's own, with its checks of the TLS settings.
+  if (config.stream === cloudflareStream) return cloudflarePlatform.open(config, h, attempt, register, purpose)
   if (config.stream !== undefined) return openCustomStream(config, config.stream, h, attempt, register, purpose)
-  return openSocket(config, h, attempt, register)
+  return platform().open(config, h, attempt, register, purpose)
 }

@@ -1,5 +1,4 @@
 import type { ConnectionConfig, AuthMethodName, HostAddress } from '../config/types.js'
-import { passwordFromPassfile } from '../config/index.js'
 import { AuthError, ConnectionError, PgError, ProtocolError } from '../errors.js'
 import type { PgErrorFields } from '../errors.js'
 import {
@@ -22,6 +21,7 @@ import {
 import { Auth, Backend, backendMessageName, ProtocolVersion30, ProtocolVersion32 } from '../protocol/message-codes.js'
 import { writePassword, writeSASLInitialResponse, writeSASLResponse, writeStartup } from '../protocol/frontend.js'
 import type { Writer } from '../protocol/writer.js'
+import { platform } from './platform.js'
 import { isUnixHost, type Transport } from './transport.js'
 
 // The startup handshake as a state machine: StartupMessage, then whatever
@@ -419,7 +419,8 @@ export class Startup {
       const h = this.address
       // As in libpq, a unix socket is looked up by its directory; findPassword
       // also tries "localhost" for the usual default socket directories only.
-      p = await passwordFromPassfile(c.passfile, h.host, h.port, c.database, c.user)
+      // Where files cannot be read (Workers), there is no password file.
+      p = await platform().passwordFromPassfile?.(c.passfile, h.host, h.port, c.database, c.user)
     }
     if (p === undefined) {
       throw new AuthError(method, `server requested ${method === 'md5' ? 'MD5 password' : method === 'password' ? 'cleartext password' : method} authentication for user "${c.user}", but no password was provided`)

@@ -5,6 +5,7 @@ import { checkLagLimit, HostState, hostInfo, roleOf, type HostCheck, type HostIn
 import { nonNegative } from '../queryable/client-options.js'
 import { checkRoute, type RouteOptions } from '../queryable/query-options.js'
 import { exclusive, exclusiveRead, plain, plainRead, usable, type PoolLane, type PoolRouting, type RouteChoice, type RouteNeed } from './routing.js'
+import { unrefTimer } from '../connection/timers.js'
 
 // A pool on several hosts: which host a request may go to (by the role it
 // needs and how stale a standby may be), discovering roles, noticing
@@ -241,7 +242,7 @@ export class Cluster implements PoolRouting {
     if (wasUp) this.#emit(host, 'down')
     this.#wakeSettled()
     // The backoff ends in a while: requests waiting for a host try again then.
-    setTimeout(() => this.owner.retry(), Math.max(0, host.downUntil - performance.now()) + 1).unref()
+    unrefTimer(setTimeout(() => this.owner.retry(), Math.max(0, host.downUntil - performance.now()) + 1))
   }
 
   /**
@@ -282,7 +283,7 @@ export class Cluster implements PoolRouting {
   #start(): void {
     if (this.#timer !== null || this.#every <= 0) return
     this.#timer = setInterval(() => this.checkAll(), this.#every)
-    this.#timer.unref()
+    unrefTimer(this.#timer)
   }
 
   stop(): void {

@@ -1,5 +1,6 @@
 import type { Backoff } from '../lane/backoff.js'
 import type { PoolLane } from './routing.js'
+import { unrefTimer } from '../connection/timers.js'
 
 // A pool's upkeep: closing connections idle too long, replacing those past
 // their lifetime, and keeping `min` connections open once the pool is in use.
@@ -100,7 +101,7 @@ export class Upkeep {
       this.sweep()
     }, delay)
     // Upkeep alone must not keep the process alive.
-    this.#timer.unref()
+    unrefTimer(this.#timer)
   }
 
   /** Closes what is due: idle too long (above `min`), or past its lifetime once idle. Then opens what `min` lacks. */
@@ -136,7 +137,7 @@ export class Upkeep {
         this.#warmTimer = null
         this.warm()
       }, wait)
-      this.#warmTimer.unref()
+      unrefTimer(this.#warmTimer)
       return
     }
     while (lanes.length < min && lanes.length < max) this.owner.open()

@@ -8,15 +8,18 @@ export interface Abortable {
 // One 'abort' listener per signal, however many queries share it: a signal
 // passed to thousands of queries must not trip EventTarget's leak warning, and
 // a settled query must not keep its listener (or itself) alive.
-const watched = new WeakMap<AbortSignal, Set<Abortable>>()
+// The listener is a closure over its signal rather than reading `this`:
+// Cloudflare Workers before compatibility date 2025-08-01 call EventTarget
+// listeners with another `this`.
+const watched = new WeakMap<AbortSignal, { requests: Set<Abortable>; listener: () => void }>()
 
-function onAbort(this: AbortSignal): void {
-  const set = watched.get(this)
-  if (set === undefined) return
-  watched.delete(this)
+function onAbort(signal: AbortSignal): void {
+  const entry = watched.get(signal)
+  if (entry === undefined) return
+  watched.delete(signal)
   // An error per query: each gets its own cause (the server's query_canceled
   // for one that was running, none for one dropped before it was sent).
-  for (const req of set) req.abort(abortErrorOf(this))
+  for (const req of entry.requests) req.abort(abortErrorOf(signal))
 }
 
 export function abortErrorOf(signal: AbortSignal): Error {
@@ -26,22 +29,22 @@ export function abortErrorOf(signal: AbortSignal): Error {
 }
 
 export function watchSignal(signal: AbortSignal, req: Abortable): void {
-  let set = watched.get(signal)
-  if (set === undefined) {
-    set = new Set()
-    watched.set(signal, set)
-    signal.addEventListener('abort', onAbort, { once: true })
+  let entry = watched.get(signal)
+  if (entry === undefined) {
+    entry = { requests: new Set(), listener: () => onAbort(signal) }
+    watched.set(signal, entry)
+    signal.addEventListener('abort', entry.listener, { once: true })
   }
-  set.add(req)
+  entry.requests.add(req)
 }
 
 export function unwatchSignal(signal: AbortSignal, req: Abortable): void {
-  const set = watched.get(signal)
-  if (set === undefined) return
-  set.delete(req)
-  if (set.size === 0) {
+  const entry = watched.get(signal)
+  if (entry === undefined) return
+  entry.requests.delete(req)
+  if (entry.requests.size === 0) {
     watched.delete(signal)
-    signal.removeEventListener('abort', onAbort)
+    signal.removeEventListener('abort', entry.listener)
   }
 }
 

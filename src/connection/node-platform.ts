@@ -1,0 +1,24 @@
+import { passwordFromPassfile } from '../config/pgpass.js'
+import { cloudflarePlatform } from './cloudflare-platform.js'
+import { onWorkerd } from './cloudflare-socket.js'
+import { openSocket, reachServer, wrapTls } from './node-socket.js'
+import type { SocketPlatform } from './platform.js'
+
+// The platform of Node, Bun and Deno: sockets of node:net and node:tls, and the
+// password file. The Node entry installs it, unless it finds itself in
+// Cloudflare's workerd (a bundler that ignored the package's `workerd` export
+// condition): there node:tls cannot verify as sslmode asks, and the runtime's
+// own sockets are used instead.
+
+export const nodePlatform: SocketPlatform = {
+  name: 'Node.js',
+  open: (config, h, attempt, register) => openSocket(config, h, attempt, register),
+  wrapTls,
+  reach: reachServer,
+  passwordFromPassfile: (path, host, port, database, user) => passwordFromPassfile(path, host, port, database, user),
+}
+
+/** The platform for the runtime this runs on. */
+export function runtimePlatform(): SocketPlatform {
+  return onWorkerd() ? cloudflarePlatform : nodePlatform
+}

@@ -1,0 +1,93 @@
+// The public API of pipegres, as every entry exports it: src/index.ts (Node,
+// Bun, Deno) and src/workerd.ts (Cloudflare Workers) differ only in the socket
+// transport they install. Nothing else is importable: package.json exports
+// only the entries, so everything under them is free to change.
+
+export { Client, connect } from './client.js'
+export { Pool, createPool, ReservedClient } from './pool/pool.js'
+export type { PoolOptions, PoolEvents, PoolSettings } from './pool/pool.js'
+export type { HostInfo, HostRole, ReplicationLag } from './pool/hosts.js'
+export type { HostChange } from './pool/cluster.js'
+export type { PoolHooks } from './pool/hooks.js'
+export type { ClientOptions, QueryOptions, SimpleQueryOptions, ClientEvents, Result, Row, Field, RowMode } from './client.js'
+export type { QuerySettingOptions, QueryDefaultOptions, RouteOptions, StreamOptions, CursorOptions, RowQueryOptions, DescribeOptions, RawOptions, RawResult, CopyOptions, CopyFromRowsOptions, CopyToRowsOptions, CopyRowSource } from './queryable/queryable.js'
+export type { QueryTiming } from './query/timing.js'
+export type { Description } from './query/describe-query.js'
+export type { BatchBuilder, BatchOptions, BatchQueryOptions } from './queryable/batch.js'
+export type { QueryRowMode } from './query/result.js'
+export type { ColumnValues, Columns, NullBitmaps } from './types/columns.js'
+export { plainRow, isLazyRow, type LazyRow } from './types/lazy-row.js'
+export { CopyInStream, CopyOutStream, type CopyResult } from './queryable/copy-streams.js'
+export { CopyRowError, type CopyFormat, type CopyRow } from './copy/format.js'
+export { RowStream } from './query/stream.js'
+export { Cursor } from './query/cursor.js'
+export type { RawDestination } from './query/raw.js'
+export type { ConnectOptions } from './config/index.js'
+export type { AuthMethodName, ConnectionConfig, HostAddress, ProtocolVersion, RequireAuth } from './config/types.js'
+export type { SslMode, ChannelBinding, SslNegotiation, TargetSessionAttrs, PasswordSource } from './config/types.js'
+export type { ByteStream, StartTlsOptions, StreamTarget, StreamFactory } from './config/byte-stream.js'
+export { fragment, identifier, quoteIdentifier, Fragment, Identifier } from './query/sql-template.js'
+export { typed, TypedValue } from './query/typed.js'
+export { Range, type RangeBounds } from './types/range.js'
+export { Interval } from './types/interval.js'
+export { Money } from './types/money.js'
+export type { TypeOptions } from './types/codec.js'
+export type { CustomType } from './types/custom.js'
+export type { Notification, TransactionStatus, FieldDescription } from './protocol/backend.js'
+export {
+  PipegresError,
+  ConnectionError,
+  ProtocolError,
+  ConfigError,
+  AuthError,
+  ParameterError,
+  ArgumentError,
+  AbortError,
+  TimeoutError,
+  ResultLimitError,
+  PgError,
+} from './errors.js'
+export { CodecError } from './types/codec.js'
+export { TransactionError, Transaction } from './queryable/transaction.js'
+export { StartedTransaction, type StartTransactionOptions, type TransactionState } from './queryable/started-transaction.js'
+export { Lsn } from './replication/lsn.js'
+export { ReplicationError, type ReplicationFailure } from './replication/errors.js'
+export { unchangedToast, type UnchangedToast } from './replication/messages.js'
+export type {
+  ChangeRow,
+  RelationColumn,
+  Relation,
+  WalMessageBase,
+  ChangeMessageBase,
+  BeginMessage,
+  CommitMessage,
+  OriginMessage,
+  RelationMessage,
+  TypeMessage,
+  InsertMessage,
+  UpdateMessage,
+  DeleteMessage,
+  TruncateMessage,
+  LogicalMessage,
+  StreamStartMessage,
+  StreamStopMessage,
+  StreamCommitMessage,
+  StreamAbortMessage,
+  BeginPrepareMessage,
+  PrepareMessage,
+  CommitPreparedMessage,
+  RollbackPreparedMessage,
+  ChangeMessage,
+} from './replication/messages.js'
+export type { SubscribeOptions, ReplicateOptions, Subscription, WalStream, WalMessage } from './walsender/subscription.js'
+export type { StreamOptions as ReplicationStreamOptions, StreamEvents as ReplicationStreamEvents } from './walsender/replication-stream.js'
+export { ReplicationStream } from './walsender/replication-stream.js'
+export { ReplicationConnection, connectReplication } from './walsender/replication-connection.js'
+export type { SystemIdentity, CreateSlotOptions, CreatedSlot, ReadSlot } from './walsender/replication-connection.js'
+export type { TransactionOptions, TransactionRetry } from './queryable/transaction.js'
+export type { Queryable } from './queryable/queryable.js'
+export type { CopyFormatOptions } from './copy/options.js'
+export type { Listener, NotificationHandler } from './lane/notify.js'
+export type { QueryTrace, ConnectTrace, AcquireTrace, TracingOptions } from './queryable/tracing.js'
+export type { ClientErrorCode, PgErrorFields, PgNotice } from './errors.js'
+export { SqlState, type SqlStateCode } from './protocol/sql-state.js'
