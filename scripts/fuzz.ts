@@ -1,5 +1,5 @@
 // `npm run fuzz [-- --minutes=N --scale=X --seed=S]`: the protocol fuzz tests
-// (test/unit/fuzz-protocol.test.ts) run again and again, each round with a
+// (test/unit/protocol/fuzz.test.ts) run again and again, each round with a
 // fresh seed and X times the cases `npm test` runs, until the time is up or a
 // round fails. A failure prints the seed and the command that replays it.
 //
@@ -16,7 +16,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const testFile = join('build', 'test', 'unit', 'fuzz-protocol.test.js')
+const testFile = join('build', 'test', 'unit', 'protocol', 'fuzz.test.js')
 
 function option(name: string, env: string, fallback: number): number {
   const arg = process.argv.slice(2).find((a) => a.startsWith(`--${name}=`))

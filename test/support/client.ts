@@ -1,6 +1,6 @@
 import { after } from 'node:test'
 import { connect, type Client, type ClientOptions } from '../../src/index.js'
-import { mainDatabase } from './server.js'
+import { mainDatabase } from './servers/test-server.js'
 
 /** A connected client to the main test database, with any extra settings. */
 export async function openClient(extra: ClientOptions = {}): Promise<Client> {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after } from 'node:test'
 import { connect, type Client, type ClientOptions } from '../../src/index.js'
-import type { ServerInfo } from './server.js'
+import type { ServerInfo } from './servers/test-server.js'
 
 /**
  * Keeps the user's PG* variables, ~/.pgpass and ~/.postgresql out of this test

@@ -11,11 +11,11 @@
 
 import assert from 'node:assert/strict'
 import { after, before } from 'node:test'
-import { logTail } from '../../harness/os.js'
-import { startPgBouncer, type RunningPgBouncer } from '../../harness/pgbouncer.js'
+import { logTail } from './servers/os.js'
+import { startPgBouncer, type RunningPgBouncer } from './servers/pgbouncer.js'
 import { connect, PgError, type Client, type ClientOptions } from '../../src/index.js'
 import { uniqueName } from './client.js'
-import { adminQuery, getTestServer } from './server.js'
+import { adminQuery, getTestServer } from './servers/test-server.js'
 
 export const IN_FLIGHT = 1500
 /** Runs in a row; PIPEGRES_DEEP_PIPELINE_RUNS changes it (to look for a break faster, or longer). */

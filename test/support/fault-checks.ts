@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { inspect } from 'node:util'
 import { PgError, PipegresError } from '../../src/index.js'
-import type { ServerInfo } from './server.js'
+import type { ServerInfo } from './servers/test-server.js'
 
 export type Settled<T> = PromiseSettledResult<T>
 

@@ -1,4 +1,4 @@
-// Runs a flood scenario of test/helpers/flood-child.ts in a process of its own
+// Runs a flood scenario of test/support/children/flood-child.ts in a process of its own
 // (started with --expose-gc, so heap figures are read after a forced
 // collection), for the flood test files.
 
@@ -6,10 +6,10 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { after, before } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { mainDatabase } from './server.js'
+import { mainDatabase } from './servers/test-server.js'
 
 export const MILLION = 1_000_000
-const childScript = fileURLToPath(new URL('./flood-child.js', import.meta.url))
+const childScript = fileURLToPath(new URL('./children/flood-child.js', import.meta.url))
 
 // The runner's own limit is 120 s per test: a child that takes longer fails with its own message first.
 export async function runChild(scenario: string, count?: number, timeoutMs = 100_000): Promise<Record<string, unknown>> {

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { missingRuntime, nodeBinary } from '../../harness/matrix.js'
+import { missingRuntime, nodeBinary } from './servers/matrix.js'
 
 /**
  * For tests of what only a newer runtime has (the global Temporal, Node 26):

@@ -1,6 +1,6 @@
 import type { Client } from '../../src/index.js'
 import { fileClient, uniqueName } from './client.js'
-import { adminQuery } from './server.js'
+import { adminQuery } from './servers/test-server.js'
 
 /**
  * The table the transaction tests write into, with the file's client: rows

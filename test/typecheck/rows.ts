@@ -1,4 +1,4 @@
-// Type-level tests, compiled by test/unit/types.test.ts with `tsc --noEmit -p test/types`:
+// Type-level tests, compiled by test/unit/project/typecheck.test.ts with `tsc --noEmit -p test/typecheck`:
 // the row type given to a query reaches every way of reading its rows, and
 // misuse is a compile error (each `@ts-expect-error` fails the build if the
 // line below it compiles).

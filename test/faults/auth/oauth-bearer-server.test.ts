@@ -6,10 +6,10 @@
 
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { AuthError, PgError, ProtocolError, connect } from '../../src/index.js'
-import { authOk, errorResponse, message, int32 } from '../helpers/backend-messages.js'
-import type { FakeServer } from '../helpers/fake-server.js'
-import { assertCleanError } from '../helpers/fault-checks.js'
+import { AuthError, PgError, ProtocolError, connect } from '../../../src/index.js'
+import { authOk, errorResponse, message, int32 } from '../../support/fakes/backend-messages.js'
+import type { FakeServer } from '../../support/fakes/fake-server.js'
+import { assertCleanError } from '../../support/fault-checks.js'
 import {
   PG18_ERROR_DOCUMENT,
   TOKEN,
@@ -23,7 +23,7 @@ import {
   saslMessages,
   tlsFakeServer,
   verifyFull,
-} from './oauth-support.js'
+} from '../../support/fakes/oauth-server.js'
 
 let certs: Certificates
 before(async () => {

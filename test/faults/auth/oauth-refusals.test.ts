@@ -6,9 +6,9 @@
 
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { AuthError, connect } from '../../src/index.js'
-import { fakeServer, type FakeServer } from '../helpers/fake-server.js'
-import { assertCleanError } from '../helpers/fault-checks.js'
+import { AuthError, connect } from '../../../src/index.js'
+import { fakeServer, type FakeServer } from '../../support/fakes/fake-server.js'
+import { assertCleanError } from '../../support/fault-checks.js'
 import {
   TOKEN,
   type Certificates,
@@ -18,7 +18,7 @@ import {
   saslMessages,
   tlsFakeServer,
   verifyFull,
-} from './oauth-support.js'
+} from '../../support/fakes/oauth-server.js'
 
 let certs: Certificates
 before(async () => {

@@ -17,11 +17,11 @@
 
 import assert from 'node:assert/strict'
 import { after, describe, test } from 'node:test'
-import { Client, ConnectionError, createPool, type ClientOptions } from '../../src/index.js'
-import { uniqueName } from '../helpers/client.js'
-import { isolateEnvironment } from '../helpers/connect.js'
-import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js'
-import { adminQuery, getTestServer } from '../helpers/server.js'
+import { Client, ConnectionError, createPool, type ClientOptions } from '../../../src/index.js'
+import { uniqueName } from '../../support/client.js'
+import { isolateEnvironment } from '../../support/connect.js'
+import { startFaultProxy, type FaultProxy } from '../../support/proxies/fault-proxy.js'
+import { adminQuery, getTestServer } from '../../support/servers/test-server.js'
 
 await isolateEnvironment('faults-dead-peer')
 const server = await getTestServer()

@@ -27,9 +27,9 @@ import {
   type ClientOptions,
   type QueryOptions,
   type Result,
-} from '../../src/index.js'
-import { uniqueName } from '../helpers/client.js'
-import { isolateEnvironment } from '../helpers/connect.js'
+} from '../../../src/index.js'
+import { uniqueName } from '../../support/client.js'
+import { isolateEnvironment } from '../../support/connect.js'
 import {
   joined,
   splitBackend,
@@ -40,8 +40,8 @@ import {
   type FaultProxy,
   type ProxiedConnection,
   type WireMessage,
-} from '../helpers/fault-proxy.js'
-import { adminQuery, getTestServer, type Credentials } from '../helpers/server.js'
+} from '../../support/proxies/fault-proxy.js'
+import { adminQuery, getTestServer, type Credentials } from '../../support/servers/test-server.js'
 
 await isolateEnvironment('faults-network')
 const server = await getTestServer()

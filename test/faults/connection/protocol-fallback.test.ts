@@ -5,10 +5,10 @@ import * as net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as tls from 'node:tls'
-import { createCertificates } from '../../harness/certs.js'
-import { connect, ConnectionError, PgError } from '../../src/index.js'
-import { errorResponse, startupOk } from '../helpers/backend-messages.js'
-import { fakeServer, FakeConnection } from '../helpers/fake-server.js'
+import { createCertificates } from '../../support/servers/certs.js'
+import { connect, ConnectionError, PgError } from '../../../src/index.js'
+import { errorResponse, startupOk } from '../../support/fakes/backend-messages.js'
+import { fakeServer, FakeConnection } from '../../support/fakes/fake-server.js'
 
 // Servers and poolers that do not implement NegotiateProtocolVersion refuse a
 // 3.2 startup outright (PgBouncer 1.18 answers 08P01 "bad packet header",

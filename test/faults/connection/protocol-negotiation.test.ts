@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ConfigError, connect, ConnectionError, ProtocolError, TimeoutError } from '../../src/index.js'
-import { authOk, backendKeyData, concat, cstr, errorResponse, int32, message, readyForQuery, startupOk } from '../helpers/backend-messages.js'
-import { fakeServer, type FakeConnection, type FakeServer } from '../helpers/fake-server.js'
+import { ConfigError, connect, ConnectionError, ProtocolError, TimeoutError } from '../../../src/index.js'
+import { authOk, backendKeyData, concat, cstr, errorResponse, int32, message, readyForQuery, startupOk } from '../../support/fakes/backend-messages.js'
+import { fakeServer, type FakeConnection, type FakeServer } from '../../support/fakes/fake-server.js'
 
 // NegotiateProtocolVersion ('v': Int32 version, Int32 count, that many option
 // names) as servers and poolers may send it, right or wrong. PostgreSQL 19's

@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { connect, ConnectionError, ProtocolError } from '../../src/index.js'
-import { commandComplete, int16, message, readyForQuery } from '../helpers/backend-messages.js'
-import { fakeServer, type FakeConnection } from '../helpers/fake-server.js'
+import { connect, ConnectionError, ProtocolError } from '../../../src/index.js'
+import { commandComplete, int16, message, readyForQuery } from '../../support/fakes/backend-messages.js'
+import { fakeServer, type FakeConnection } from '../../support/fakes/fake-server.js'
 
 // COPY against a server that breaks the protocol: every such case closes the
 // connection with a ProtocolError naming what came, fails the COPY's stream,

@@ -6,7 +6,7 @@
 
 import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { bytes, mib, MILLION, runChild } from '../helpers/flood-run.js'
+import { bytes, mib, MILLION, runChild } from '../../support/flood-run.js'
 
 describe('a million queries queued behind a server that stopped reading', () => {
   test('take at most 400 bytes of heap each, promise and parameters included, and all reject when the client is destroyed', async (t) => {

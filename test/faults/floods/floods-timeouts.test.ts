@@ -7,13 +7,13 @@
 
 import { before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Client, PgError, TimeoutError } from '../../src/index.js'
-import { internalsOf } from '../../src/lane/internals.js'
-import { openClient } from '../helpers/client.js'
-import { assertCleanError, outcome, passwordsOf, settleAllWithin } from '../helpers/fault-checks.js'
-import { MILLION, watchUnhandledRejections } from '../helpers/flood-run.js'
-import { getTestServer } from '../helpers/server.js'
-import { stalledServer } from '../helpers/stalled-server.js'
+import { Client, PgError, TimeoutError } from '../../../src/index.js'
+import { internalsOf } from '../../../src/lane/internals.js'
+import { openClient } from '../../support/client.js'
+import { assertCleanError, outcome, passwordsOf, settleAllWithin } from '../../support/fault-checks.js'
+import { MILLION, watchUnhandledRejections } from '../../support/flood-run.js'
+import { getTestServer } from '../../support/servers/test-server.js'
+import { stalledServer } from '../../support/fakes/stalled-server.js'
 
 // Any unhandled rejection during a flood is a failure of the test that caused it.
 const noUnhandledRejections = watchUnhandledRejections()

@@ -6,12 +6,12 @@
 
 import { before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ArgumentError, Client, createPool } from '../../src/index.js'
-import { openClient } from '../helpers/client.js'
-import { assertCleanError, passwordsOf, settleAllWithin } from '../helpers/fault-checks.js'
-import { mib, MILLION, runChild, watchUnhandledRejections } from '../helpers/flood-run.js'
-import { getTestServer, mainDatabase } from '../helpers/server.js'
-import { stalledServer } from '../helpers/stalled-server.js'
+import { ArgumentError, Client, createPool } from '../../../src/index.js'
+import { openClient } from '../../support/client.js'
+import { assertCleanError, passwordsOf, settleAllWithin } from '../../support/fault-checks.js'
+import { mib, MILLION, runChild, watchUnhandledRejections } from '../../support/flood-run.js'
+import { getTestServer, mainDatabase } from '../../support/servers/test-server.js'
+import { stalledServer } from '../../support/fakes/stalled-server.js'
 
 // Any unhandled rejection during a flood is a failure of the test that caused it.
 const noUnhandledRejections = watchUnhandledRejections()

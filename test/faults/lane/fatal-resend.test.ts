@@ -6,11 +6,11 @@
 
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ConnectionError, createPool, type Client } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
-import { outcome, settleAllWithin, settleWithin, type Settled } from '../helpers/fault-checks.js'
-import { startFaultProxy } from '../helpers/fault-proxy.js'
-import { getTestServer, mainDatabase } from '../helpers/server.js'
+import { ConnectionError, createPool, type Client } from '../../../src/index.js'
+import { openClient, uniqueName } from '../../support/client.js'
+import { outcome, settleAllWithin, settleWithin, type Settled } from '../../support/fault-checks.js'
+import { startFaultProxy } from '../../support/proxies/fault-proxy.js'
+import { getTestServer, mainDatabase } from '../../support/servers/test-server.js'
 
 const LIMIT_MS = 30_000
 

@@ -7,12 +7,12 @@
 
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { connect, ConnectionError, PgError, TransactionError, type Client } from '../../src/index.js'
-import { startServer } from '../../harness/server.js'
-import { openClient, uniqueName } from '../helpers/client.js'
-import { assertCleanError, outcome, passwordsOf, settleAllWithin, settleWithin, type Settled } from '../helpers/fault-checks.js'
-import { startAgain, stopPostmaster } from '../helpers/restart-server.js'
-import { connectionUrl, getTestServer } from '../helpers/server.js'
+import { connect, ConnectionError, PgError, TransactionError, type Client } from '../../../src/index.js'
+import { startServer } from '../../support/servers/postgres.js'
+import { openClient, uniqueName } from '../../support/client.js'
+import { assertCleanError, outcome, passwordsOf, settleAllWithin, settleWithin, type Settled } from '../../support/fault-checks.js'
+import { startAgain, stopPostmaster } from '../../support/servers/restart-server.js'
+import { connectionUrl, getTestServer } from '../../support/servers/test-server.js'
 
 /** No query may take longer than this to settle, whatever happens to its server. */
 const HARD_LIMIT_MS = 30_000

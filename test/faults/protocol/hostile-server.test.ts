@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { connect, Client, ProtocolError, ConnectionError, AuthError, PgError } from '../../src/index.js'
+import { connect, Client, ProtocolError, ConnectionError, AuthError, PgError } from '../../../src/index.js'
 import {
   message,
   int32,
@@ -21,15 +21,15 @@ import {
   backendKeyData,
   noData,
   type Column,
-} from '../helpers/backend-messages.js'
-import type { FakeConnection } from '../helpers/fake-server.js'
-import { expectProtocolFailure, play, rejection, afterStartup, type Scenario } from '../helpers/hostile-scenario.js'
+} from '../../support/fakes/backend-messages.js'
+import type { FakeConnection } from '../../support/fakes/fake-server.js'
+import { expectProtocolFailure, play, rejection, afterStartup, type Scenario } from '../../support/fakes/hostile-scenario.js'
 
 // What a broken or hostile server can send, and what must happen: the client
 // closes the connection with a protocol error, rejects every pending query with
 // it, never delivers a row it cannot account for, and never throws into the host
 // process (the test runner fails a test on any uncaught exception or unhandled
-// rejection). Each case is a scenario (../helpers/hostile-scenario.ts): what the
+// rejection). Each case is a scenario (test/support/fakes/hostile-scenario.ts): what the
 // fake server does, and what the client must do.
 
 /** Answers the first execution of a statement: ParseComplete, description, BindComplete. */

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { connect, ConnectionError } from '../../src/index.js'
-import { bindComplete, commandComplete, concat, dataRow, errorResponse, parameterDescription, parseComplete, readyForQuery, rowDescription } from '../helpers/backend-messages.js'
-import { fakeServer } from '../helpers/fake-server.js'
+import { connect, ConnectionError } from '../../../src/index.js'
+import { bindComplete, commandComplete, concat, dataRow, errorResponse, parameterDescription, parseComplete, readyForQuery, rowDescription } from '../../support/fakes/backend-messages.js'
+import { fakeServer } from '../../support/fakes/fake-server.js'
 
 test('a query to be sent again behind the Close of an evicted statement fails when the connection dies before that Close is answered', async () => {
   let closeSeen = false

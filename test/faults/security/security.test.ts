@@ -24,10 +24,10 @@ import { spawn } from 'node:child_process'
 import { createHmac, pbkdf2Sync } from 'node:crypto'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { inspect } from 'node:util'
-import { AuthError, ConnectionError, ArgumentError, Client, connect, createPool, identifier } from '../../src/index.js'
-import { resolveConfig } from '../../src/config/index.js'
-import { MAX_FRONTEND_MESSAGE } from '../../src/protocol/writer.js'
-import { DEFAULT_MAX_ITERATIONS } from '../../src/auth/index.js'
+import { AuthError, ConnectionError, ArgumentError, Client, connect, createPool, identifier } from '../../../src/index.js'
+import { resolveConfig } from '../../../src/config/index.js'
+import { MAX_FRONTEND_MESSAGE } from '../../../src/protocol/writer.js'
+import { DEFAULT_MAX_ITERATIONS } from '../../../src/auth/index.js'
 import {
   message,
   int32,
@@ -41,11 +41,11 @@ import {
   errorResponse,
   parameterStatus,
   startupOk,
-} from '../helpers/backend-messages.js'
-import { fakeServer, type FakeConnection, type FrontendMessage } from '../helpers/fake-server.js'
-import { closedPort, tcpOptions } from '../helpers/connect.js'
-import { openClient, uniqueName } from '../helpers/client.js'
-import { getTestServer } from '../helpers/server.js'
+} from '../../support/fakes/backend-messages.js'
+import { fakeServer, type FakeConnection, type FrontendMessage } from '../../support/fakes/fake-server.js'
+import { closedPort, tcpOptions } from '../../support/connect.js'
+import { openClient, uniqueName } from '../../support/client.js'
+import { getTestServer } from '../../support/servers/test-server.js'
 
 // ---- helpers ----
 
@@ -312,7 +312,7 @@ test('nothing is printed: connect, rows, errors, notices, notifications, a proto
     await answerQueries(c)
   })
   const refused = await closedPort()
-  const lib = new URL('../../src/index.js', import.meta.url).href
+  const lib = new URL('../../../src/index.js', import.meta.url).href
   // In a process of its own, so that anything at all written to its stdout or stderr (console, warnings) is seen.
   const program = `
     import { connect, createPool } from ${JSON.stringify(lib)}

@@ -13,9 +13,9 @@ import { join } from 'node:path'
 import * as tls from 'node:tls'
 import { after, before, describe, test } from 'node:test'
 import { inspect } from 'node:util'
-import { AuthError, ConfigError, ConnectionError, PgError, connect, type Client, type ClientOptions } from '../../src/index.js'
-import { getTestServer, type Credentials } from '../helpers/server.js'
-import { closedPort, connectError, isolateEnvironment, tcpOptions, withClient } from '../helpers/connect.js'
+import { AuthError, ConfigError, ConnectionError, PgError, connect, type Client, type ClientOptions } from '../../../src/index.js'
+import { getTestServer, type Credentials } from '../../support/servers/test-server.js'
+import { closedPort, connectError, isolateEnvironment, tcpOptions, withClient } from '../../support/connect.js'
 
 const server = await getTestServer()
 

@@ -8,9 +8,9 @@ import * as net from 'node:net'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { inspect } from 'node:util'
-import { Client, ConfigError, ConnectionError, PgError, type ClientOptions } from '../../src/index.js'
-import { adminQuery, getTestServer } from '../helpers/server.js'
-import { closedPort, connectError, isolateEnvironment, withClient } from '../helpers/connect.js'
+import { Client, ConfigError, ConnectionError, PgError, type ClientOptions } from '../../../src/index.js'
+import { adminQuery, getTestServer } from '../../support/servers/test-server.js'
+import { closedPort, connectError, isolateEnvironment, withClient } from '../../support/connect.js'
 
 const server = await getTestServer()
 

@@ -7,10 +7,10 @@ import assert from 'node:assert/strict'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterEach, describe, test } from 'node:test'
-import { ConfigError, type Client } from '../../src/index.js'
-import { getTestServer } from '../helpers/server.js'
-import { connectError, isolateEnvironment, withClient } from '../helpers/connect.js'
-import { assertCleanError, passwordsOf } from '../helpers/fault-checks.js'
+import { ConfigError, type Client } from '../../../src/index.js'
+import { getTestServer } from '../../support/servers/test-server.js'
+import { connectError, isolateEnvironment, withClient } from '../../support/connect.js'
+import { assertCleanError, passwordsOf } from '../../support/fault-checks.js'
 
 const server = await getTestServer()
 const home = await isolateEnvironment('service')

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict'
 import { getEventListeners } from 'node:events'
 import * as net from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { AbortError, ArgumentError, Client, PgError, TimeoutError, type ClientOptions } from '../../src/index.js'
-import { assertMisfires, followerOutcome } from '../helpers/cancel-misfires.js'
-import { openClient, uniqueName } from '../helpers/client.js'
-import { startProxy } from '../helpers/proxy.js'
-import { adminQuery, getTestServer, mainDatabase } from '../helpers/server.js'
+import { AbortError, ArgumentError, Client, PgError, TimeoutError, type ClientOptions } from '../../../src/index.js'
+import { assertMisfires, followerOutcome } from '../../support/cancel-misfires.js'
+import { openClient, uniqueName } from '../../support/client.js'
+import { startProxy } from '../../support/proxies/proxy.js'
+import { adminQuery, getTestServer, mainDatabase } from '../../support/servers/test-server.js'
 
 const server = await getTestServer()
 let db: Client

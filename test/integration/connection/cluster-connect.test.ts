@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { inspect } from 'node:util'
-import { connect, ConnectionError, type TargetSessionAttrs } from '../../src/index.js'
-import { closedPort, connectError, isolateEnvironment } from '../helpers/connect.js'
-import { landing, useCluster, whereIs, type Cluster, type ClusterNode } from '../helpers/cluster.js'
+import { connect, ConnectionError, type TargetSessionAttrs } from '../../../src/index.js'
+import { closedPort, connectError, isolateEnvironment } from '../../support/connect.js'
+import { landing, useCluster, whereIs, type Cluster, type ClusterNode } from '../../support/servers/test-cluster.js'
 
 await isolateEnvironment('cluster')
 

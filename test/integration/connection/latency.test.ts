@@ -1,8 +1,8 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { connect, type Client } from '../../src/index.js'
-import { getTestServer } from '../helpers/server.js'
-import { startProxy, type Proxy } from '../helpers/proxy.js'
+import { connect, type Client } from '../../../src/index.js'
+import { getTestServer } from '../../support/servers/test-server.js'
+import { startProxy, type Proxy } from '../../support/proxies/proxy.js'
 
 // Round trips counted on a link with 40 ms of latency each way (80 ms round
 // trip): pipelining must make many queries cost about one round trip, and the

@@ -2,9 +2,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import * as net from 'node:net'
-import { Client, ConnectionError, PgError } from '../../src/index.js'
-import { fileClient, openClient } from '../helpers/client.js'
-import { mainDatabase } from '../helpers/server.js'
+import { Client, ConnectionError, PgError } from '../../../src/index.js'
+import { fileClient, openClient } from '../../support/client.js'
+import { mainDatabase } from '../../support/servers/test-server.js'
 
 const db = await fileClient()
 

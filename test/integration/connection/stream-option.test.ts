@@ -9,9 +9,9 @@ import { readFileSync } from 'node:fs'
 import * as net from 'node:net'
 import * as tls from 'node:tls'
 import { describe, test } from 'node:test'
-import { ConfigError, ConnectionError, connect, createPool, type ByteStream, type ClientOptions, type StartTlsOptions, type StreamTarget } from '../../src/index.js'
-import { getTestServer } from '../helpers/server.js'
-import { isolateEnvironment, tcpOptions } from '../helpers/connect.js'
+import { ConfigError, ConnectionError, connect, createPool, type ByteStream, type ClientOptions, type StartTlsOptions, type StreamTarget } from '../../../src/index.js'
+import { getTestServer } from '../../support/servers/test-server.js'
+import { isolateEnvironment, tcpOptions } from '../../support/connect.js'
 
 const server = await getTestServer()
 await isolateEnvironment('stream-option')

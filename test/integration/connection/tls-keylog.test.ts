@@ -7,9 +7,9 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
-import { ConfigError, type Client, type ClientOptions } from '../../src/index.js'
-import { getTestServer } from '../helpers/server.js'
-import { connectError, isolateEnvironment, tcpOptions, withClient } from '../helpers/connect.js'
+import { ConfigError, type Client, type ClientOptions } from '../../../src/index.js'
+import { getTestServer } from '../../support/servers/test-server.js'
+import { connectError, isolateEnvironment, tcpOptions, withClient } from '../../support/connect.js'
 
 const server = await getTestServer()
 const home = await isolateEnvironment('keylog')

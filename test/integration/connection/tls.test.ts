@@ -12,9 +12,9 @@ import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { inspect } from 'node:util'
-import { ConfigError, ConnectionError, PgError, type Client, type ClientOptions } from '../../src/index.js'
-import { getTestServer, type Credentials } from '../helpers/server.js'
-import { connectError, isolateEnvironment, tcpOptions, withClient } from '../helpers/connect.js'
+import { ConfigError, ConnectionError, PgError, type Client, type ClientOptions } from '../../../src/index.js'
+import { getTestServer, type Credentials } from '../../support/servers/test-server.js'
+import { connectError, isolateEnvironment, tcpOptions, withClient } from '../../support/connect.js'
 
 const server = await getTestServer()
 

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { describe, test } from 'node:test'
-import { connect, type ClientOptions } from '../../src/index.js'
-import { isolateEnvironment, tcpOptions } from '../helpers/connect.js'
-import { getTestServer } from '../helpers/server.js'
+import { connect, type ClientOptions } from '../../../src/index.js'
+import { isolateEnvironment, tcpOptions } from '../../support/connect.js'
+import { getTestServer } from '../../support/servers/test-server.js'
 
 const server = await getTestServer()
 await isolateEnvironment('copy-chunks')

@@ -1,10 +1,10 @@
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
-import type { Client } from '../../src/index.js'
-import { Writer } from '../../src/protocol/writer.js'
-import { TypeCatalog } from '../../src/types/catalog.js'
-import type { TypeOptions } from '../../src/types/codec.js'
-import type { TypeInfo } from '../../src/types/type-info.js'
+import type { Client } from '../../../src/index.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import { TypeCatalog } from '../../../src/types/catalog.js'
+import type { TypeOptions } from '../../../src/types/codec.js'
+import type { TypeInfo } from '../../../src/types/type-info.js'
 import {
   copyFromStatement,
   copyToStatement,
@@ -14,9 +14,9 @@ import {
   type CopyColumn,
   type CopyFormatOptions,
   type CopyRow,
-} from '../../src/copy/format.js'
-import { uniqueName } from '../helpers/client.js'
-import { CopyWire, sameDatabaseClient } from './copy-format-wire.js'
+} from '../../../src/copy/format.js'
+import { uniqueName } from '../../support/client.js'
+import { CopyWire, sameDatabaseClient } from '../../support/codecs/copy-wire.js'
 
 // The COPY data layer against the real server, both ways: what the server
 // sends for COPY TO STDOUT must decode to exactly the rows query() gives for

@@ -2,10 +2,10 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { connect, createPool, AbortError, ConnectionError, PgError, TimeoutError, TransactionError } from '../../src/index.js'
-import { fileClient, openClient, uniqueName } from '../helpers/client.js'
-import { closedPort } from '../helpers/connect.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
+import { connect, createPool, AbortError, ConnectionError, PgError, TimeoutError, TransactionError } from '../../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../../support/client.js'
+import { closedPort } from '../../support/connect.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
 
 // Every rejection an application awaits names the application's functions:
 // each test awaits the failing call three async functions deep and checks

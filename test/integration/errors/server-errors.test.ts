@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ConnectionError, PgError, type PgNotice } from '../../src/index.js'
-import { fileClient, openClient, uniqueName } from '../helpers/client.js'
-import { adminQuery } from '../helpers/server.js'
+import { ConnectionError, PgError, type PgNotice } from '../../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../../support/client.js'
+import { adminQuery } from '../../support/servers/test-server.js'
 
 const db = await fileClient()
 
@@ -168,7 +168,7 @@ test('a backend terminated while idle does not throw anywhere; the next query ru
 })
 
 test('connection refused is a ConnectionError naming the address', async () => {
-  const { connect } = await import('../../src/index.js')
+  const { connect } = await import('../../../src/index.js')
   await assert.rejects(connect({ host: '127.0.0.1', port: 1, user: 'x', database: 'x', sslmode: 'disable' }), (e: unknown) => {
     return e instanceof ConnectionError && e.code === 'PG_CONNECTION_REFUSED' && /127\.0\.0\.1:1/.test(e.message)
   })

@@ -5,10 +5,10 @@
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { ArgumentError, Client, ConnectionError, type Notification } from '../../src/index.js'
-import { fileClient, openClient, uniqueName } from '../helpers/client.js'
-import { startProxy } from '../helpers/proxy.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
+import { ArgumentError, Client, ConnectionError, type Notification } from '../../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../../support/client.js'
+import { startProxy } from '../../support/proxies/proxy.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
 
 const db = await fileClient()
 

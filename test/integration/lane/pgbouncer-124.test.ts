@@ -1,9 +1,9 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { ArgumentError, ConfigError, connect, createPool, type Client, type ClientOptions, type Pool } from '../../src/index.js'
-import { findPgBouncer124, PGBOUNCER_124_SCRIPT, startPgBouncer, type RunningPgBouncer } from '../../harness/pgbouncer.js'
-import { adminQuery, getTestServer } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
+import { ArgumentError, ConfigError, connect, createPool, type Client, type ClientOptions, type Pool } from '../../../src/index.js'
+import { findPgBouncer124, PGBOUNCER_124_SCRIPT, startPgBouncer, type RunningPgBouncer } from '../../support/servers/pgbouncer.js'
+import { adminQuery, getTestServer } from '../../support/servers/test-server.js'
+import { uniqueName } from '../../support/client.js'
 
 // PgBouncer 1.24 (built by scripts/build-pgbouncer.sh) in transaction mode with
 // max_prepared_statements: it keeps each client's protocol-level named

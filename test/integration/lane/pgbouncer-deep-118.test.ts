@@ -1,7 +1,7 @@
 // test-tags: slow
 import { test } from 'node:test'
-import { findPgBouncer } from '../../harness/pgbouncer.js'
-import { deepPipelineFile, IN_FLIGHT, RUNS } from '../helpers/deep-pipeline.js'
+import { findPgBouncer } from '../../support/servers/pgbouncer.js'
+import { deepPipelineFile, IN_FLIGHT, RUNS } from '../../support/deep-pipeline.js'
 
 // Deep pipelines through PgBouncer 1.18 (Debian's package) in transaction mode:
 // 4 clients over 2 server connections, 1,500 queries in flight per client, 50

@@ -1,9 +1,9 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { ArgumentError, connect, createPool, PgError, type Client, type ClientOptions, type Pool, type PoolOptions } from '../../src/index.js'
-import { findPgBouncer, startPgBouncer, type PgBouncerOptions, type RunningPgBouncer } from '../../harness/pgbouncer.js'
-import { adminQuery, getTestServer } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
+import { ArgumentError, connect, createPool, PgError, type Client, type ClientOptions, type Pool, type PoolOptions } from '../../../src/index.js'
+import { findPgBouncer, startPgBouncer, type PgBouncerOptions, type RunningPgBouncer } from '../../support/servers/pgbouncer.js'
+import { adminQuery, getTestServer } from '../../support/servers/test-server.js'
+import { uniqueName } from '../../support/client.js'
 
 // Real PgBouncer (Debian's package) in front of the managed test server, with
 // pipegres's default settings. PgBouncer 1.18 refuses a 3.2 startup outright,

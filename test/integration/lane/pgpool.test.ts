@@ -19,10 +19,10 @@
 
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { connect, ConnectionError, createPool, PgError, type Client, type Pool } from '../../src/index.js'
-import { findPgpool, startPgpool, type RunningPgpool } from '../../harness/pgpool.js'
-import { useCluster } from '../helpers/cluster.js'
-import { uniqueName } from '../helpers/client.js'
+import { connect, ConnectionError, createPool, PgError, type Client, type Pool } from '../../../src/index.js'
+import { findPgpool, startPgpool, type RunningPgpool } from '../../support/servers/pgpool.js'
+import { useCluster } from '../../support/servers/test-cluster.js'
+import { uniqueName } from '../../support/client.js'
 
 const installed = findPgpool() !== undefined
 const required = process.env.PIPEGRES_REQUIRE_PGPOOL === '1'

@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict'
 import * as net from 'node:net'
 import { describe, test } from 'node:test'
-import { Client, ConnectionError, type ClientOptions } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
-import { closedPort } from '../helpers/connect.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
+import { Client, ConnectionError, type ClientOptions } from '../../../src/index.js'
+import { openClient, uniqueName } from '../../support/client.js'
+import { closedPort } from '../../support/connect.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 

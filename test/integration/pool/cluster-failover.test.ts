@@ -6,9 +6,9 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ConnectionError, createPool, type HostChange } from '../../src/index.js'
-import { until } from '../helpers/fault-checks.js'
-import { useCluster, type ClusterNode } from '../helpers/cluster.js'
+import { ConnectionError, createPool, type HostChange } from '../../../src/index.js'
+import { until } from '../../support/fault-checks.js'
+import { useCluster, type ClusterNode } from '../../support/servers/test-cluster.js'
 
 const cluster = useCluster({ name: 'failover' })
 

@@ -4,9 +4,9 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ConnectionError, createPool, type HostChange, type HostInfo, type Pool, type PoolOptions } from '../../src/index.js'
-import { until } from '../helpers/fault-checks.js'
-import { useCluster, type ClusterNode } from '../helpers/cluster.js'
+import { ConnectionError, createPool, type HostChange, type HostInfo, type Pool, type PoolOptions } from '../../../src/index.js'
+import { until } from '../../support/fault-checks.js'
+import { useCluster, type ClusterNode } from '../../support/servers/test-cluster.js'
 
 const cluster = useCluster({ name: 'routing' })
 

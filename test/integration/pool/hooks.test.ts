@@ -6,8 +6,8 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ArgumentError, ConnectionError, createPool, type PoolOptions } from '../../src/index.js'
-import { mainDatabase } from '../helpers/server.js'
+import { ArgumentError, ConnectionError, createPool, type PoolOptions } from '../../../src/index.js'
+import { mainDatabase } from '../../support/servers/test-server.js'
 
 async function pool(options: PoolOptions): Promise<ReturnType<typeof createPool>> {
   const { connectionString } = await mainDatabase()

@@ -1,10 +1,10 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { createPool, ArgumentError, type Pool, type PoolOptions } from '../../src/index.js'
-import { Pool as PgPool } from '../../src/integrations/pg/index.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
-import { until } from '../helpers/fault-checks.js'
+import { createPool, ArgumentError, type Pool, type PoolOptions } from '../../../src/index.js'
+import { Pool as PgPool } from '../../../src/integrations/pg/index.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
+import { uniqueName } from '../../support/client.js'
+import { until } from '../../support/fault-checks.js'
 
 // A pool's `min`: connections kept open once the pool is in use, opened again
 // when lost, never closed for being idle, never more than `max`. What counts

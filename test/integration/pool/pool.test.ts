@@ -1,11 +1,11 @@
 // test-tags: slow
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { createPool, ArgumentError, ConnectionError, type CustomType, type Pool, type PoolOptions } from '../../src/index.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
-import { until } from '../helpers/fault-checks.js'
-import { collect } from '../helpers/memory.js'
+import { createPool, ArgumentError, ConnectionError, type CustomType, type Pool, type PoolOptions } from '../../../src/index.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
+import { uniqueName } from '../../support/client.js'
+import { until } from '../../support/fault-checks.js'
+import { collect } from '../../support/memory.js'
 
 const pools: Pool[] = []
 after(async () => {

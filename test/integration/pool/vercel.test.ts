@@ -1,11 +1,11 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { attachDatabasePool } from '@vercel/functions/db-connections'
-import { createPool, type Pool } from '../../src/index.js'
-import { Pool as PgPool } from '../../src/integrations/pg/index.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
-import { until } from '../helpers/fault-checks.js'
+import { createPool, type Pool } from '../../../src/index.js'
+import { Pool as PgPool } from '../../../src/integrations/pg/index.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
+import { uniqueName } from '../../support/client.js'
+import { until } from '../../support/fault-checks.js'
 
 // Vercel's attachDatabasePool() (the real @vercel/functions) with pipegres's
 // Pool and pipegres/pg's. On Vercel, a function instance is frozen once its

@@ -2,15 +2,15 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { nodeBinary } from '../../harness/matrix.js'
-import { mainDatabase } from '../helpers/server.js'
-import { disposeScenarios, type DisposeReport } from '../helpers/dispose-scenarios.js'
-import * as lib from '../../src/index.js'
-import * as pg from '../../src/integrations/pg/index.js'
+import { join } from 'node:path'
+import { nodeBinary } from '../../support/servers/matrix.js'
+import { mainDatabase } from '../../support/servers/test-server.js'
+import { disposeScenarios, type DisposeReport } from '../../support/children/dispose-scenarios.js'
+import * as lib from '../../../src/index.js'
+import * as pg from '../../../src/integrations/pg/index.js'
+import { repoRoot as root } from '../../support/paths.js'
 
-// `await using` on everything pipegres opens (test/helpers/dispose-scenarios.ts),
+// `await using` on everything pipegres opens (test/support/children/dispose-scenarios.ts),
 // each disposer checked against the server, when its scope ends and when it
 // throws. Twice: compiled by tsc, which rewrites `await using` into helper
 // calls (TypeScript's downlevel emit: what a TypeScript user targeting
@@ -20,10 +20,8 @@ import * as pg from '../../src/integrations/pg/index.js'
 // this file rather than a fixture kept apart: on Node 20 nothing ever parses
 // the syntax, since the compiled file has none.
 
-const here = dirname(fileURLToPath(import.meta.url))
-// Compiled to build/test/integration; the source and the runtimes are the repository's.
-const root = join(here, '..', '..', '..')
-const source = join(root, 'test', 'helpers', 'dispose-scenarios.ts')
+// The source is the repository's, the compiled file build/'s.
+const source = join(root, 'test', 'support', 'children', 'dispose-scenarios.ts')
 
 function check(report: DisposeReport): void {
   const expected: DisposeReport = {
@@ -87,7 +85,7 @@ async function url(): Promise<string> {
 }
 
 test('await using, as TypeScript compiles it for ES2022: every disposer, on this Node', async () => {
-  const compiled = readFileSync(join(here, '..', 'helpers', 'dispose-scenarios.js'), 'utf8')
+  const compiled = readFileSync(new URL('../../support/children/dispose-scenarios.js', import.meta.url), 'utf8')
   // The helper calls stand in for the syntax: this run tests the downlevel emit.
   assert.match(compiled, /__addDisposableResource/)
   assert.doesNotMatch(compiled, /await using /)

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { test } from 'node:test'
-import { runSql } from '../../harness/bootstrap-sql.js'
-import { adminQuery, connectionUrl, getTestServer } from '../helpers/server.js'
+import { runSql } from '../../support/servers/bootstrap-sql.js'
+import { adminQuery, connectionUrl, getTestServer } from '../../support/servers/test-server.js'
 
 const server = await getTestServer()
 

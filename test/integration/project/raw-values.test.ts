@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { fetchValue, echoParam } from '../helpers/raw-values.js'
+import { fetchValue, echoParam } from '../../support/codecs/raw-values.js'
 
 // The raw-value helper the codec tests rely on: it must report exactly what the server sends.
 

@@ -3,11 +3,11 @@ import { after, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { startCluster, type Cluster } from '../../harness/cluster.js'
-import { missingRuntime, nodeBinary } from '../../harness/matrix.js'
-import { mainDatabase } from '../helpers/server.js'
+import { join } from 'node:path'
+import { startCluster, type Cluster } from '../../support/servers/cluster.js'
+import { missingRuntime, nodeBinary } from '../../support/servers/matrix.js'
+import { mainDatabase } from '../../support/servers/test-server.js'
+import { repoRoot as root } from '../../support/paths.js'
 
 // Every ```js block of the README runs as written, importing the built package
 // by its name, against the test database. A trailing comment on a console.log
@@ -20,7 +20,6 @@ after(async () => {
   if (cluster !== undefined) await (await cluster).stop()
 })
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 const readme = readFileSync(join(root, 'README.md'), 'utf8')
 const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!)
 // Files inside the package directory, so that `import 'pipegres'` resolves to the package itself.

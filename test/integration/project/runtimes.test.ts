@@ -2,19 +2,18 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { mainDatabase } from '../helpers/server.js'
+import { mainDatabase } from '../../support/servers/test-server.js'
+import { repoRoot as root } from '../../support/paths.js'
 
 // pipegres runs unchanged on Bun and Deno (both are dev dependencies): the
 // same compiled smoke script, against the test server, under each. Deno runs
 // it with network access and without --allow-env: connecting with full
 // settings must not need to read the environment.
 
-const here = dirname(fileURLToPath(import.meta.url))
-// Compiled to build/test/integration; the runtimes come from the repository's node_modules.
-const root = join(here, '..', '..', '..')
-const script = join(here, '..', 'helpers', 'runtime-smoke.js')
+// The runtimes come from the repository's node_modules; the script is the compiled one.
+const script = fileURLToPath(new URL('../../support/children/runtime-smoke.js', import.meta.url))
 
 interface Outcome {
   code: number | null

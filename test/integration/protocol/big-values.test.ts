@@ -4,13 +4,13 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { freemem } from 'node:os'
 import { fileURLToPath } from 'node:url'
-import { ArgumentError, ProtocolError } from '../../src/index.js'
-import { openClient } from '../helpers/client.js'
-import { mainDatabase } from '../helpers/server.js'
-import type { ChildReport, StepReport } from '../helpers/big-values-child.js'
+import { ArgumentError, ProtocolError } from '../../../src/index.js'
+import { openClient } from '../../support/client.js'
+import { mainDatabase } from '../../support/servers/test-server.js'
+import type { ChildReport, StepReport } from '../../support/children/big-values-child.js'
 
 // Values and queries of hundreds of MiB: each heavy case runs in a child
-// process (test/helpers/big-values-child.ts) that measures its own peak
+// process (test/support/children/big-values-child.ts) that measures its own peak
 // resident memory, step by step, above what it used before it made any value.
 // The bounds below count the caller's own copy of the value as 1: the design
 // aims at one more copy for a value sent (the message being written) and one
@@ -43,7 +43,7 @@ const { size: SIZE, note: SIZE_NOTE } = valueSize()
 /** Under the test runner's own limit of 120 s per test, so that a slow case fails with its own message. */
 const DEFAULT_TIMEOUT_MS = 100_000
 
-const childScript = fileURLToPath(new URL('../helpers/big-values-child.js', import.meta.url))
+const childScript = fileURLToPath(new URL('../../support/children/big-values-child.js', import.meta.url))
 
 interface ChildOutcome {
   report: ChildReport | undefined

@@ -8,9 +8,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import dc from 'node:diagnostics_channel'
-import { ArgumentError, ConnectionError, createPool, ParameterError, PgError, ResultLimitError, TimeoutError, typed, type QueryTrace } from '../../src/index.js'
-import { fileClient, openClient, uniqueName } from '../helpers/client.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
+import { ArgumentError, ConnectionError, createPool, ParameterError, PgError, ResultLimitError, TimeoutError, typed, type QueryTrace } from '../../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../../support/client.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
 
 const t = uniqueName('batch_t')
 const seq = uniqueName('batch_seq')

@@ -5,9 +5,9 @@
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { AbortError, ArgumentError, ConnectionError, PgError, TimeoutError, createPool } from '../../src/index.js'
-import { fileClient, openClient, uniqueName } from '../helpers/client.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
+import { AbortError, ArgumentError, ConnectionError, PgError, TimeoutError, createPool } from '../../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../../support/client.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
 
 const db = await fileClient()
 

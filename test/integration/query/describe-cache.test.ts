@@ -6,8 +6,8 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { CodecError } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { CodecError } from '../../../src/index.js'
+import { openClient, uniqueName } from '../../support/client.js'
 
 const db = await openClient({ prepare: false })
 const formats = (r: { fields: { format: number }[] }) => r.fields.map((f) => f.format)

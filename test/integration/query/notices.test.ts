@@ -3,8 +3,8 @@
 
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import type { Client, PgNotice } from '../../src/index.js'
-import { openClient } from '../helpers/client.js'
+import type { Client, PgNotice } from '../../../src/index.js'
+import { openClient } from '../../support/client.js'
 
 const heard: PgNotice[] = []
 let db: Client

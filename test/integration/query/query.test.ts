@@ -1,8 +1,8 @@
 // test-tags: matrix
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { fragment, identifier, PgError, ArgumentError, ParameterError } from '../../src/index.js'
-import { fileClient, openClient, uniqueName } from '../helpers/client.js'
+import { fragment, identifier, PgError, ArgumentError, ParameterError } from '../../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../../support/client.js'
 
 const table = uniqueName('q')
 const db = await fileClient({ setup: `CREATE TABLE ${table} (id int PRIMARY KEY, name text, score float8)`, cleanup: `DROP TABLE IF EXISTS ${table}` })

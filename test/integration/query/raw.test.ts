@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'
 import { describe, test } from 'node:test'
-import { AbortError, ArgumentError, PgError } from '../../src/index.js'
-import { fileClient, openClient } from '../helpers/client.js'
-import { startProxy } from '../helpers/proxy.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
-import { RetainedPeak } from '../helpers/memory.js'
+import { AbortError, ArgumentError, PgError } from '../../../src/index.js'
+import { fileClient, openClient } from '../../support/client.js'
+import { startProxy } from '../../support/proxies/proxy.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
+import { RetainedPeak } from '../../support/memory.js'
 
 const db = await fileClient()
 

@@ -4,10 +4,10 @@
 
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { ArgumentError, PgError, ResultLimitError, createPool, type Client } from '../../src/index.js'
-import { followerOutcome } from '../helpers/cancel-misfires.js'
-import { openClient } from '../helpers/client.js'
-import { getTestServer, mainDatabase } from '../helpers/server.js'
+import { ArgumentError, PgError, ResultLimitError, createPool, type Client } from '../../../src/index.js'
+import { followerOutcome } from '../../support/cancel-misfires.js'
+import { openClient } from '../../support/client.js'
+import { getTestServer, mainDatabase } from '../../support/servers/test-server.js'
 
 const server = await getTestServer()
 let db: Client

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Client, PgError } from '../../src/index.js'
-import { fileClient, openClient, uniqueName } from '../helpers/client.js'
+import { Client, PgError } from '../../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../../support/client.js'
 
 const db = await fileClient()
 
@@ -82,7 +82,7 @@ test('prepare: false per query', async () => {
 })
 
 test('prepare=false in the connection string', async () => {
-  const c = await openClient({ prepare: undefined, connectionString: (await import('../helpers/server.js')).connectionUrl(await (await import('../helpers/server.js')).getTestServer(), (await (await import('../helpers/server.js')).getTestServer()).superuser, { params: { prepare: 'false' } }) })
+  const c = await openClient({ prepare: undefined, connectionString: (await import('../../support/servers/test-server.js')).connectionUrl(await (await import('../../support/servers/test-server.js')).getTestServer(), (await (await import('../../support/servers/test-server.js')).getTestServer()).superuser, { params: { prepare: 'false' } }) })
   try {
     await c.query('SELECT $1::int AS n', [1])
     assert.deepEqual(await prepared(c), [])

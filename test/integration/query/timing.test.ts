@@ -4,9 +4,9 @@
 
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { createPool, type Client, type QueryTiming } from '../../src/index.js'
-import { openClient } from '../helpers/client.js'
-import { mainDatabase } from '../helpers/server.js'
+import { createPool, type Client, type QueryTiming } from '../../../src/index.js'
+import { openClient } from '../../support/client.js'
+import { mainDatabase } from '../../support/servers/test-server.js'
 
 let db: Client
 before(async () => {

@@ -1,10 +1,10 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import dc from 'node:diagnostics_channel'
-import { AbortError, ArgumentError, connect, createPool, PgError, TimeoutError, typed, type Pool, type QueryTrace, type Result } from '../../src/index.js'
-import { fileClient, uniqueName } from '../helpers/client.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
-import { until } from '../helpers/fault-checks.js'
+import { AbortError, ArgumentError, connect, createPool, PgError, TimeoutError, typed, type Pool, type QueryTrace, type Result } from '../../../src/index.js'
+import { fileClient, uniqueName } from '../../support/client.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
+import { until } from '../../support/fault-checks.js'
 
 // The coalesce option. Every execution that reaches the server takes a value
 // from a sequence of the test's own (nextval is not transactional, so even a

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { Writable } from 'node:stream'
-import { ArgumentError, PgError, createPool, type Client, type Pool } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
-import { mainDatabase } from '../helpers/server.js'
+import { ArgumentError, PgError, createPool, type Client, type Pool } from '../../../src/index.js'
+import { openClient, uniqueName } from '../../support/client.js'
+import { mainDatabase } from '../../support/servers/test-server.js'
 
 let db: Client
 let pool: Pool

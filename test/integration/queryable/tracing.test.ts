@@ -4,9 +4,9 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import dc from 'node:diagnostics_channel'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { createPool, type QueryTrace, type ConnectTrace, type AcquireTrace } from '../../src/index.js'
-import { fileClient, openClient, uniqueName } from '../helpers/client.js'
-import { mainDatabase } from '../helpers/server.js'
+import { createPool, type QueryTrace, type ConnectTrace, type AcquireTrace } from '../../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../../support/client.js'
+import { mainDatabase } from '../../support/servers/test-server.js'
 
 // The tracing channels: names, context fields, the order of events, and the
 // AsyncLocalStorage context their handlers run in.

@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict'
 import * as net from 'node:net'
 import { describe, test } from 'node:test'
-import { Client, ConnectionError, TimeoutError, TransactionError } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
-import { txTable } from '../helpers/tx-table.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
+import { Client, ConnectionError, TimeoutError, TransactionError } from '../../../src/index.js'
+import { openClient, uniqueName } from '../../support/client.js'
+import { txTable } from '../../support/tx-table.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
 
 const { committed, insert } = await txTable('tx_loss_rows')
 

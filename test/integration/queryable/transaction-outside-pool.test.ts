@@ -7,10 +7,10 @@
 
 import assert from 'node:assert/strict'
 import { after, describe, test } from 'node:test'
-import { ArgumentError, ConnectionError, createPool, PgError, TransactionError, type Pool, type PoolOptions, type StartedTransaction } from '../../src/index.js'
-import { uniqueName } from '../helpers/client.js'
-import { txTable } from '../helpers/tx-table.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
+import { ArgumentError, ConnectionError, createPool, PgError, TransactionError, type Pool, type PoolOptions, type StartedTransaction } from '../../../src/index.js'
+import { uniqueName } from '../../support/client.js'
+import { txTable } from '../../support/tx-table.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
 
 const { t, committed, insert } = await txTable('tx_outside_pool_rows')
 

@@ -7,11 +7,11 @@
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { ArgumentError, Client, ConnectionError, PgError, StartedTransaction, Transaction, TransactionError } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
-import { closedPort } from '../helpers/connect.js'
-import { txTable } from '../helpers/tx-table.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
+import { ArgumentError, Client, ConnectionError, PgError, StartedTransaction, Transaction, TransactionError } from '../../../src/index.js'
+import { openClient, uniqueName } from '../../support/client.js'
+import { closedPort } from '../../support/connect.js'
+import { txTable } from '../../support/tx-table.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
 
 const { db, t, committed, insert } = await txTable('tx_outside_rows')
 

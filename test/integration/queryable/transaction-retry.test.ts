@@ -1,8 +1,8 @@
 import { test, after, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { ArgumentError, PgError, SqlState, TransactionError, type Client } from '../../src/index.js'
-import { adminQuery } from '../helpers/server.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { ArgumentError, PgError, SqlState, TransactionError, type Client } from '../../../src/index.js'
+import { adminQuery } from '../../support/servers/test-server.js'
+import { openClient, uniqueName } from '../../support/client.js'
 
 // begin({ retry }) against real conflicts between two transactions on two connections.
 

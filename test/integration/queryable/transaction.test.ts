@@ -6,11 +6,11 @@
 
 import assert from 'node:assert/strict'
 import { describe, mock, test } from 'node:test'
-import { ArgumentError, Client, ConnectionError, PgError, TransactionError, type Transaction } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
-import { txTable } from '../helpers/tx-table.js'
-import { startProxy } from '../helpers/proxy.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
+import { ArgumentError, Client, ConnectionError, PgError, TransactionError, type Transaction } from '../../../src/index.js'
+import { openClient, uniqueName } from '../../support/client.js'
+import { txTable } from '../../support/tx-table.js'
+import { startProxy } from '../../support/proxies/proxy.js'
+import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
 
 const { db, t, committed, insert } = await txTable('tx_rows')
 

@@ -1,8 +1,8 @@
 // test-tags: matrix
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ParameterError, PgError, typed, Range } from '../../src/index.js'
-import { fileClient, openClient, uniqueName } from '../helpers/client.js'
+import { ParameterError, PgError, typed, Range } from '../../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../../support/client.js'
 
 // Types the client does not know in advance: learned from pg_type the first
 // time a query meets them (enums, composites, domains, ranges, arrays of them,

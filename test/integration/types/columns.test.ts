@@ -3,8 +3,8 @@
 
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { ArgumentError, type Client } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { ArgumentError, type Client } from '../../../src/index.js'
+import { openClient, uniqueName } from '../../support/client.js'
 
 let db: Client
 before(async () => {

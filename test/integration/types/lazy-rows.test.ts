@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict'
 import { after, test } from 'node:test'
 import { inspect } from 'node:util'
-import { ArgumentError, CodecError, isLazyRow, plainRow, type Client } from '../../src/index.js'
-import { openClient, uniqueName } from '../helpers/client.js'
+import { ArgumentError, CodecError, isLazyRow, plainRow, type Client } from '../../../src/index.js'
+import { openClient, uniqueName } from '../../support/client.js'
 
 const TYPED = `SELECT g AS a, g::int8 AS b, g * 1.5::float8 AS c, (g / 7.0)::numeric AS d, g % 2 = 0 AS e,
   '2024-02-29 12:34:56.789+00'::timestamptz + g * interval '1 hour' AS f, '2024-02-29'::date + g AS h,

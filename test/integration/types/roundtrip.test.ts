@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { type ClientOptions } from '../../src/index.js'
-import { fileClient, openClient } from '../helpers/client.js'
+import { type ClientOptions } from '../../../src/index.js'
+import { fileClient, openClient } from '../../support/client.js'
 
 // Every built-in type through the whole client: the first execution of a
 // statement comes back in text, later ones in binary wherever a binary codec

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { describe, test } from 'node:test'
-import { startServer } from '../../harness/server.js'
+import { startServer } from '../../support/servers/postgres.js'
 import {
   ArgumentError,
   Client,
@@ -17,10 +17,10 @@ import {
   Lsn,
   PgError,
   ReplicationError,
-} from '../../src/index.js'
-import { fileClient, uniqueName } from '../helpers/client.js'
-import { dropSlot, fixture, nextTransaction, Reader, sleep, startSubscription, types } from '../helpers/replication-db.js'
-import { connectionUrl, getTestServer, mainDatabase } from '../helpers/server.js'
+} from '../../../src/index.js'
+import { fileClient, uniqueName } from '../../support/client.js'
+import { dropSlot, fixture, nextTransaction, Reader, sleep, startSubscription, types } from '../../support/replication-db.js'
+import { connectionUrl, getTestServer, mainDatabase } from '../../support/servers/test-server.js'
 
 const db = await fileClient()
 const server = await getTestServer()
@@ -318,7 +318,7 @@ describe('failures, each named', () => {
     // In a process of its own, which must end once its client has: a socket
     // or timer left behind by a failed start would keep it alive (a test
     // process that then never exits is how such a leak once showed).
-    const index = new URL('../../src/index.js', import.meta.url).href
+    const index = new URL('../../../src/index.js', import.meta.url).href
     const script = `
       import { Client } from ${JSON.stringify(index)}
       const db = new Client(process.env.PIPEGRES_CHILD_URL)

@@ -5,13 +5,13 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { startServer } from '../../harness/server.js'
-import { Client, type ChangeMessage } from '../../src/index.js'
-import { fileClient, openClient } from '../helpers/client.js'
-import { fixture, sleep, startSubscription } from '../helpers/replication-db.js'
-import { keepLedger } from '../helpers/replication-ledger.js'
-import { startAgain, stopPostmaster } from '../helpers/restart-server.js'
-import { connectionUrl } from '../helpers/server.js'
+import { startServer } from '../../support/servers/postgres.js'
+import { Client, type ChangeMessage } from '../../../src/index.js'
+import { fileClient, openClient } from '../../support/client.js'
+import { fixture, sleep, startSubscription } from '../../support/replication-db.js'
+import { keepLedger } from '../../support/replication-ledger.js'
+import { startAgain, stopPostmaster } from '../../support/servers/restart-server.js'
+import { connectionUrl } from '../../support/servers/test-server.js'
 
 const db = await fileClient()
 
@@ -73,7 +73,7 @@ test('the walsender killed at random moments while rows are committed: every row
 
 test('a consumer slower than wal_sender_timeout keeps its connection, with reading paused', { timeout: 60_000 }, async () => {
   // wal_sender_timeout can be set per connection (PostgreSQL 12+): the subscription's connection gets 3 s.
-  const client = new Client({ ...(await import('../helpers/server.js').then((m) => m.mainDatabase())).options, params: { wal_sender_timeout: '3000' } })
+  const client = new Client({ ...(await import('../../support/servers/test-server.js').then((m) => m.mainDatabase())).options, params: { wal_sender_timeout: '3000' } })
   const f = await fixture(db, 'n int PRIMARY KEY, pad text')
   const { sub, reader } = await startSubscription(client, { slot: f.slot, publications: [f.publication], highWaterMark: 10 })
   const reconnects: string[] = []

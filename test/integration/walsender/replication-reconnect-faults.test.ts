@@ -17,12 +17,12 @@
 import assert from 'node:assert/strict'
 import * as net from 'node:net'
 import { describe, test } from 'node:test'
-import { Client, connectReplication, type Subscription } from '../../src/index.js'
-import { fileClient, openClient, uniqueName } from '../helpers/client.js'
-import { startFaultProxy, type FaultPlan } from '../helpers/fault-proxy.js'
-import { fixture, sleep } from '../helpers/replication-db.js'
-import { keepLedger, type Ledger } from '../helpers/replication-ledger.js'
-import { connectionUrl, getTestServer, mainDatabase } from '../helpers/server.js'
+import { Client, connectReplication, type Subscription } from '../../../src/index.js'
+import { fileClient, openClient, uniqueName } from '../../support/client.js'
+import { startFaultProxy, type FaultPlan } from '../../support/proxies/fault-proxy.js'
+import { fixture, sleep } from '../../support/replication-db.js'
+import { keepLedger, type Ledger } from '../../support/replication-ledger.js'
+import { connectionUrl, getTestServer, mainDatabase } from '../../support/servers/test-server.js'
 
 const db = await fileClient()
 

@@ -7,10 +7,10 @@
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { ArgumentError, Lsn, unchangedToast, type ChangeMessage, type CommitMessage, type SubscribeOptions } from '../../src/index.js'
-import { fileClient, openClient } from '../helpers/client.js'
-import { dropSlot, fixture, nextTransaction, Reader, sleep, startSubscription, types } from '../helpers/replication-db.js'
-import { getTestServer } from '../helpers/server.js'
+import { ArgumentError, Lsn, unchangedToast, type ChangeMessage, type CommitMessage, type SubscribeOptions } from '../../../src/index.js'
+import { fileClient, openClient } from '../../support/client.js'
+import { dropSlot, fixture, nextTransaction, Reader, sleep, startSubscription, types } from '../../support/replication-db.js'
+import { getTestServer } from '../../support/servers/test-server.js'
 
 const db = await fileClient()
 const major = (await getTestServer()).version

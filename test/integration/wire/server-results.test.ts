@@ -1,12 +1,12 @@
 import { test, after, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { PassThrough } from 'node:stream'
-import type { Client } from '../../src/index.js'
-import { Interval } from '../../src/types/interval.js'
-import { binaryDecodable, parseResponse, parseStream, WireInterval, WireParser, WireServerError } from '../../src/wire/index.js'
-import { openClient } from '../helpers/client.js'
-import { getTestServer } from '../helpers/server.js'
-import { WireCapture, type CaptureFormat } from '../helpers/wire-capture.js'
+import type { Client } from '../../../src/index.js'
+import { Interval } from '../../../src/types/interval.js'
+import { binaryDecodable, parseResponse, parseStream, WireInterval, WireParser, WireServerError } from '../../../src/wire/index.js'
+import { openClient } from '../../support/client.js'
+import { getTestServer } from '../../support/servers/test-server.js'
+import { WireCapture, type CaptureFormat } from '../../support/codecs/wire-capture.js'
 
 // pipegres/wire against a live server: what it decodes from the server's own
 // messages (recorded directly, and forwarded by queryRaw) must equal what the

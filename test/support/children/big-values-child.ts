@@ -1,6 +1,6 @@
 // One big-value case in a process of its own, so that the memory it takes is
 // measured apart from the test runner and from other cases. Spawned by
-// test/integration/big-values.test.ts as
+// test/integration/protocol/big-values.test.ts as
 //
 //   node --expose-gc big-values-child.js <case> <bytes>
 //
@@ -17,7 +17,7 @@
 
 import { createHash, randomFillSync } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { connect, typed, type Client } from '../../src/index.js'
+import { connect, typed, type Client } from '../../../src/index.js'
 
 export interface StepReport {
   name: string

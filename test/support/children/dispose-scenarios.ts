@@ -1,6 +1,6 @@
 // Every object pipegres opens, held with `await using` and left both normally
 // and by a throw; what the server says afterwards goes into the report that
-// test/integration/dispose.test.ts checks. The file is run twice: compiled by
+// test/integration/project/dispose.test.ts checks. The file is run twice: compiled by
 // tsc (whose target turns `await using` into helper calls: TypeScript's
 // downlevel emit, on any Node), and as TypeScript source by a Node that strips
 // types and runs the syntax natively (24 and later): `node
@@ -10,8 +10,8 @@
 // it loads the package by its own name, from dist/) and imports only types,
 // so that Node can run the source as it is.
 
-type Lib = typeof import('../../src/index.js')
-type PgLib = typeof import('../../src/integrations/pg/index.js')
+type Lib = typeof import('../../../src/index.js')
+type PgLib = typeof import('../../../src/integrations/pg/index.js')
 
 class Boom extends Error {}
 

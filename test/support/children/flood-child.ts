@@ -1,16 +1,16 @@
-// Runs one memory scenario of test/faults/floods.test.ts in a process of its
+// Runs one memory scenario of test/faults/floods/floods.test.ts in a process of its
 // own, started with --expose-gc: heap figures are then read after a forced
 // collection, and are not mixed with what other tests left behind.
 //
-//   node --expose-gc build/test/helpers/flood-child.js <scenario> [count]
+//   node --expose-gc build/test/support/children/flood-child.js <scenario> [count]
 //
 // Prints one JSON report on its last line of output. The database is
 // PIPEGRES_FLOOD_URL (with PIPEGRES_FLOOD_SSLMODE if set); the queued-memory
 // scenario needs none (it runs against a stalled fake backend).
 
-import { connect, createPool, ConnectionError, type Pool } from '../../src/index.js'
-import { internalsOf } from '../../src/lane/internals.js'
-import { stalledServer } from './stalled-server.js'
+import { connect, createPool, ConnectionError, type Pool } from '../../../src/index.js'
+import { internalsOf } from '../../../src/lane/internals.js'
+import { stalledServer } from '../fakes/stalled-server.js'
 
 const gc = (globalThis as { gc?: () => void }).gc
 

@@ -1,12 +1,12 @@
 // Runs pipegres's main features once and prints one JSON report: run under
-// Bun and Deno by test/integration/runtimes.test.ts (compiled to
-// build/test/helpers/runtime-smoke.js), to show the same code works there.
+// Bun and Deno by test/integration/project/runtimes.test.ts (compiled to
+// build/test/support/children/runtime-smoke.js), to show the same code works there.
 // The connection options arrive as JSON on stdin, not in the environment:
 // under Deno the script runs without --allow-env.
 
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { AbortError, connect, createPool, type ClientOptions } from '../../src/index.js'
+import { AbortError, connect, createPool, type ClientOptions } from '../../../src/index.js'
 
 async function readOptions(): Promise<ClientOptions> {
   let text = ''

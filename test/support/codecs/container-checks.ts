@@ -1,10 +1,10 @@
 // Checking container codecs against a real server, many values per statement.
 
 import assert from 'node:assert/strict'
-import type { Codec } from '../../src/types/codec.js'
-import { rawConnection } from '../helpers/raw-values.js'
-import { param as encoded, type Param } from '../helpers/type-roundtrip.js'
-import { decodeAt } from '../unit/types-containers-codecs.js'
+import type { Codec } from '../../../src/types/codec.js'
+import { rawConnection } from './raw-values.js'
+import { param as encoded, type Param } from './type-roundtrip.js'
+import { decodeAt } from './container-elements.js'
 
 export const lowerBoundsOf = (v: unknown): number[] | undefined => (v as { lowerBounds?: number[] } | null)?.lowerBounds
 

@@ -3,10 +3,10 @@
 // follow the Codec contract: strings go as text (except for text itself), and a
 // malformed value throws.
 
-import { Writer } from '../../src/protocol/writer.js'
-import { utf8Read } from '../../src/protocol/utf8.js'
-import { CodecError, describeValue, type Codec } from '../../src/types/codec.js'
-import { expectLength, readFloat64, readInt32, readInt64, readInt16, writeFloat64, writeInt64 } from '../../src/types/codecs/binary.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import { utf8Read } from '../../../src/protocol/utf8.js'
+import { CodecError, describeValue, type Codec } from '../../../src/types/codec.js'
+import { expectLength, readFloat64, readInt32, readInt64, readInt16, writeFloat64, writeInt64 } from '../../../src/types/codecs/binary.js'
 
 function strictInt(buf: Uint8Array, start: number, end: number, name: string): string {
   const s = utf8Read(buf, start, end)

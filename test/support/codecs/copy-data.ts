@@ -2,10 +2,10 @@
 // (whole, or split at chosen points) back to rows.
 
 import assert from 'node:assert/strict'
-import { Writer } from '../../src/protocol/writer.js'
-import { TypeCatalog } from '../../src/types/catalog.js'
-import type { TypeOptions } from '../../src/types/codec.js'
-import { createCopyDecoder, createCopyEncoder, type CopyColumn, type CopyDecoder, type CopyDecoderOptions, type CopyFormatOptions, type CopyRow } from '../../src/copy/format.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import { TypeCatalog } from '../../../src/types/catalog.js'
+import type { TypeOptions } from '../../../src/types/codec.js'
+import { createCopyDecoder, createCopyEncoder, type CopyColumn, type CopyDecoder, type CopyDecoderOptions, type CopyFormatOptions, type CopyRow } from '../../../src/copy/format.js'
 
 export const catalog = new TypeCatalog()
 

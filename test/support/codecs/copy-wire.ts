@@ -4,11 +4,11 @@
 // CopyData (COPY FROM STDIN), so the format layer is checked against the real
 // server without any COPY support in the client.
 
-import { decodeErrorFields } from '../../src/protocol/backend.js'
-import * as fe from '../../src/protocol/frontend.js'
-import { connect, type Client } from '../../src/index.js'
-import { WireSocket, type Msg } from '../helpers/raw-values.js'
-import { getTestServer } from '../helpers/server.js'
+import { decodeErrorFields } from '../../../src/protocol/backend.js'
+import * as fe from '../../../src/protocol/frontend.js'
+import { connect, type Client } from '../../../src/index.js'
+import { WireSocket, type Msg } from './raw-values.js'
+import { getTestServer } from '../servers/test-server.js'
 
 export interface CopyOut {
   /** Overall format of the CopyOutResponse: 0 text, 1 binary. */

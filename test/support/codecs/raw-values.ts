@@ -3,11 +3,11 @@
 // and in binary) and their encoders against what PostgreSQL accepts.
 
 import * as net from 'node:net'
-import { Framer } from '../../src/protocol/framer.js'
-import { Writer } from '../../src/protocol/writer.js'
-import * as fe from '../../src/protocol/frontend.js'
-import { decodeErrorFields, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../../src/protocol/backend.js'
-import { getTestServer } from './server.js'
+import { Framer } from '../../../src/protocol/framer.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import * as fe from '../../../src/protocol/frontend.js'
+import { decodeErrorFields, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../../../src/protocol/backend.js'
+import { getTestServer } from '../servers/test-server.js'
 
 export interface Msg {
   type: string

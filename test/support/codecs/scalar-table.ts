@@ -3,9 +3,9 @@
 // reading outside their span or writing when they say they did not.
 
 import assert from 'node:assert/strict'
-import { Writer } from '../../src/protocol/writer.js'
-import { defaultTypeOptions, type Codec, type Decoder, type TypeOptions } from '../../src/types/codec.js'
-import { registerScalars } from '../../src/types/codecs/scalars.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import { defaultTypeOptions, type Codec, type Decoder, type TypeOptions } from '../../../src/types/codec.js'
+import { registerScalars } from '../../../src/types/codecs/scalars.js'
 
 export function scalarTable(options: TypeOptions = {}): Map<number, Codec> {
   const table = new Map<number, Codec>()

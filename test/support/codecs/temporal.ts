@@ -3,8 +3,8 @@
 // bigint and the runtime's own Date (never on the code under test).
 
 import assert from 'node:assert/strict'
-import type { Codec } from '../../src/types/codec.js'
-import { Writer } from '../../src/protocol/writer.js'
+import type { Codec } from '../../../src/types/codec.js'
+import { Writer } from '../../../src/protocol/writer.js'
 import { decodeIn } from './type-roundtrip.js'
 
 export { decodeIn }

@@ -6,8 +6,8 @@
 // pieces are exported for tests that check one direction or random values.
 
 import assert from 'node:assert/strict'
-import { Writer } from '../../src/protocol/writer.js'
-import type { Codec } from '../../src/types/codec.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import type { Codec } from '../../../src/types/codec.js'
 import { rawConnection, type RawConnection } from './raw-values.js'
 
 /** A parameter of the extended protocol: type OID, format, and bytes (null for NULL). */

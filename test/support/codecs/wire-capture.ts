@@ -6,11 +6,11 @@
 // recorded bytes depend on no query code of the client.
 
 import * as net from 'node:net'
-import { Framer } from '../../src/protocol/framer.js'
-import { Writer } from '../../src/protocol/writer.js'
-import * as fe from '../../src/protocol/frontend.js'
-import { decodeErrorFields, decodeRowDescription } from '../../src/protocol/backend.js'
-import { binaryDecodable } from '../../src/wire/formats.js'
+import { Framer } from '../../../src/protocol/framer.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import * as fe from '../../../src/protocol/frontend.js'
+import { decodeErrorFields, decodeRowDescription } from '../../../src/protocol/backend.js'
+import { binaryDecodable } from '../../../src/wire/formats.js'
 
 /** How result columns are requested: all text; binary for the types pipegres/wire decodes in binary; binary for every column. */
 export type CaptureFormat = 'text' | 'binary' | 'all-binary'

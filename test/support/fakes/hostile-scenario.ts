@@ -3,7 +3,7 @@
 // checks, and always closes both, so each test is only its table row.
 
 import assert from 'node:assert/strict'
-import { connect, Client, ProtocolError, ConnectionError, type ConnectOptions } from '../../src/index.js'
+import { connect, Client, ProtocolError, ConnectionError, type ConnectOptions } from '../../../src/index.js'
 import { fakeServer, type FakeConnection, type FakeServer } from './fake-server.js'
 
 export interface Scenario {

@@ -7,9 +7,9 @@ import * as net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import * as tls from 'node:tls'
-import { createCertificates } from '../../harness/certs.js'
-import { errorResponse, int32, message, startupOk } from '../helpers/backend-messages.js'
-import { FakeConnection, type FakeServer, type FrontendMessage } from '../helpers/fake-server.js'
+import { createCertificates } from '../servers/certs.js'
+import { errorResponse, int32, message, startupOk } from './backend-messages.js'
+import { FakeConnection, type FakeServer, type FrontendMessage } from './fake-server.js'
 
 /** A token shaped like a JWT; it must never appear in an error. */
 export const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ0ZXN0In0.c2VjcmV0LXNpZ25hdHVyZS14eXo'

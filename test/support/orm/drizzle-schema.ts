@@ -23,7 +23,7 @@ import {
   inet,
   varchar,
 } from 'drizzle-orm/pg-core'
-import { uniqueName } from './client.js'
+import { uniqueName } from '../client.js'
 
 // Tables of the drizzle tests, named uniquely: test files share one database.
 

@@ -1,17 +1,16 @@
 import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-import { uniqueName } from './client.js'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { uniqueName } from '../client.js'
+import { repoRoot as root } from '../paths.js'
 
 // Prisma Client for the Prisma tests: the `prisma-client` generator writes
 // TypeScript, generated offline from a schema with table names of this run,
 // then compiled with the repository's TypeScript. Prisma's CLI looks for its
 // schema engine at start-up even though `generate` never runs it; pointing
 // PRISMA_SCHEMA_ENGINE_BINARY at any file stops it downloading one.
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 
 export const names = {
   users: uniqueName('pr_users'),

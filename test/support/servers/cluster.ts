@@ -15,7 +15,7 @@
 // the primary, and one initdb per process however many clusters it starts.
 // Every postmaster is our own child (no pg_ctl), so the exit hook can always
 // stop it. Trust for every role on 127.0.0.1, replication included: these
-// clusters are for routing tests; harness/server.ts is for auth tests.
+// clusters are for routing tests; test/support/servers/postgres.ts is for auth tests.
 
 import type { ChildProcess } from 'node:child_process'
 import { rmSync } from 'node:fs'
@@ -25,7 +25,7 @@ import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { BootstrapConnection, type BootstrapResult } from './bootstrap-sql.js'
 import { freePort, isAlive, logTail, runCommand, serverAccount, sleepSync, type Account } from './os.js'
-import { accessibleBinDir, embeddedBinDir, onStopSignals, postgresVersion, quoteConf, spawnPostgres, waitUntilReady } from './server.js'
+import { accessibleBinDir, embeddedBinDir, onStopSignals, postgresVersion, quoteConf, spawnPostgres, waitUntilReady } from './postgres.js'
 
 export type NodeRole = 'primary' | 'standby'
 
@@ -121,7 +121,7 @@ function emergencyStop(): void {
   for (const dir of templateDirs.splice(0)) quietly(() => rmSync(dir, { recursive: true, force: true }))
 }
 
-/** Stops every cluster on SIGINT, SIGTERM or SIGHUP, then lets the signal do what it would have (as stopAllOnSignals in server.ts). */
+/** Stops every cluster on SIGINT, SIGTERM or SIGHUP, then lets the signal do what it would have (as stopAllOnSignals in postgres.ts). */
 export function stopClustersOnSignals(): void {
   onStopSignals(emergencyStop)
 }

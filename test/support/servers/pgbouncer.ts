@@ -11,9 +11,9 @@ import { existsSync } from 'node:fs'
 import { chmod, chown, mkdtemp, open, rm, writeFile } from 'node:fs/promises'
 import { connect as tcpConnect } from 'node:net'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { freePort, isAlive, logTail, serverAccount, serverEnv } from './os.js'
+import { repoRoot } from '../paths.js'
 
 export interface PgBouncerOptions {
   poolMode: 'session' | 'transaction' | 'statement'
@@ -61,8 +61,7 @@ export const PGBOUNCER_124_SCRIPT = 'scripts/build-pgbouncer.sh'
 export function findPgBouncer124(): string | undefined {
   const fromEnv = process.env.PIPEGRES_PGBOUNCER_124
   if (fromEnv) return fromEnv
-  // This file runs from build/harness/: the repository is two folders up.
-  const built = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '.tmp', 'pgbouncer-1.24', 'bin', 'pgbouncer')
+  const built = join(repoRoot, '.tmp', 'pgbouncer-1.24', 'bin', 'pgbouncer')
   return existsSync(built) ? built : undefined
 }
 

@@ -1,4 +1,4 @@
-// Stops a server started by harness/server.ts and starts it again on the same
+// Stops a server started by test/support/servers/postgres.ts and starts it again on the same
 // data directory and port, for tests of a server restart with queries in
 // flight. The harness itself only starts fresh servers (and stop() removes the
 // data directory), so the second postmaster is this helper's own child: stop
@@ -8,9 +8,9 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
-import { BootstrapConnection } from '../../harness/bootstrap-sql.js'
-import { isAlive, logTail, serverAccount, serverEnv } from '../../harness/os.js'
-import type { RunningServer } from '../../harness/server.js'
+import { BootstrapConnection } from './bootstrap-sql.js'
+import { isAlive, logTail, serverAccount, serverEnv } from './os.js'
+import type { RunningServer } from './postgres.js'
 
 export interface Restarted {
   pid: number

@@ -1,4 +1,4 @@
-// A primary-with-standbys cluster (harness/cluster.ts) for a test file:
+// A primary-with-standbys cluster (test/support/servers/cluster.ts) for a test file:
 //
 //   const cluster = useCluster()           // at the top of the file, or in a describe()
 //   test('...', async () => {
@@ -11,10 +11,10 @@
 // the managed server.
 
 import { after, before } from 'node:test'
-import { connect, type Client } from '../../src/index.js'
-import { startCluster, stopClustersOnSignals, type Cluster, type ClusterNode, type StartClusterOptions } from '../../harness/cluster.js'
+import { connect, type Client } from '../../../src/index.js'
+import { startCluster, stopClustersOnSignals, type Cluster, type ClusterNode, type StartClusterOptions } from './cluster.js'
 
-export type { Cluster, ClusterNode, NodeRole, StopMode } from '../../harness/cluster.js'
+export type { Cluster, ClusterNode, NodeRole, StopMode } from './cluster.js'
 
 let signalsHandled = false
 

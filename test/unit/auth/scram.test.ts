@@ -2,9 +2,9 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash, createHmac, pbkdf2Sync } from 'node:crypto'
 import { inspect } from 'node:util'
-import { DEFAULT_MAX_ITERATIONS, ScramClient, chooseSaslMechanism } from '../../src/auth/index.js'
-import type { ScramOptions } from '../../src/auth/index.js'
-import { AuthError } from '../../src/errors.js'
+import { DEFAULT_MAX_ITERATIONS, ScramClient, chooseSaslMechanism } from '../../../src/auth/index.js'
+import type { ScramOptions } from '../../../src/auth/index.js'
+import { AuthError } from '../../../src/errors.js'
 
 const enc = (text: string) => new TextEncoder().encode(text)
 const dec = (bytes: Uint8Array) => new TextDecoder().decode(bytes)

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { parseConnectionString } from '../../src/config/connection-string.js'
-import { UNSUPPORTED_KEYWORDS } from '../../src/config/keywords.js'
-import { parseKeyValue } from '../../src/config/parse-keyvalue.js'
-import { assertConfigError } from '../helpers/assert-config.js'
+import { parseConnectionString } from '../../../src/config/connection-string.js'
+import { UNSUPPORTED_KEYWORDS } from '../../../src/config/keywords.js'
+import { parseKeyValue } from '../../../src/config/parse-keyvalue.js'
+import { assertConfigError } from '../../support/assert-config.js'
 
 describe('parseKeyValue', () => {
   const cases: Array<[string, Record<string, string>]> = [

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict'
 import { inspect } from 'node:util'
 import { describe, test } from 'node:test'
-import { type ConnectOptions, resolveConfig } from '../../src/config/index.js'
-import type { ConnectionConfig } from '../../src/config/types.js'
-import { assertConfigError } from '../helpers/assert-config.js'
+import { type ConnectOptions, resolveConfig } from '../../../src/config/index.js'
+import type { ConnectionConfig } from '../../../src/config/types.js'
+import { assertConfigError } from '../../support/assert-config.js'
 
 function resolve(input?: string | ConnectOptions, env: Record<string, string> = {}): ConnectionConfig {
   return resolveConfig(input, { env, homedir: '/nonexistent-home', osUser: 'osuser' })

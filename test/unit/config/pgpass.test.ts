@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { findPassword, passwordFromPassfile } from '../../src/config/pgpass.js'
+import { findPassword, passwordFromPassfile } from '../../../src/config/pgpass.js'
 
 describe('findPassword', () => {
   // [name, file text, host, port, database, user, expected]

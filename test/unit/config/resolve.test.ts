@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, test } from 'node:test'
-import { ConfigError } from '../../src/errors.js'
-import { type ConnectOptions, type ResolveOptions, resolveConfig } from '../../src/config/index.js'
-import type { ConnectionConfig } from '../../src/config/types.js'
-import { assertConfigError } from '../helpers/assert-config.js'
+import { ConfigError } from '../../../src/errors.js'
+import { type ConnectOptions, type ResolveOptions, resolveConfig } from '../../../src/config/index.js'
+import type { ConnectionConfig } from '../../../src/config/types.js'
+import { assertConfigError } from '../../support/assert-config.js'
 
 const BASE: ResolveOptions = { env: {}, osUser: 'osuser', homedir: '/home/osuser' }
 
@@ -650,7 +650,7 @@ describe('passwords never appear in messages', () => {
 
 test('secrets are not printed when a config or a client is logged', async () => {
   const { inspect } = await import('node:util')
-  const { Client } = await import('../../src/client.js')
+  const { Client } = await import('../../../src/client.js')
   const config = resolveConfig({ host: 'h', user: 'u', password: 'SEKRIT-PW', sslpassword: 'KEY-PASS', tls: { passphrase: 'TLS-PASS' } }, { env: {} })
   assert.equal(config.password, 'SEKRIT-PW')
   assert.equal(config.sslpassword, 'KEY-PASS')

@@ -7,11 +7,11 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
-import { type ConnectOptions, type ResolveOptions, resolveConfig } from '../../src/config/index.js'
-import { parseServiceSection, serviceFiles } from '../../src/config/service-file.js'
-import type { ConnectionConfig } from '../../src/config/types.js'
-import { ConfigError } from '../../src/errors.js'
-import { assertConfigError } from '../helpers/assert-config.js'
+import { type ConnectOptions, type ResolveOptions, resolveConfig } from '../../../src/config/index.js'
+import { parseServiceSection, serviceFiles } from '../../../src/config/service-file.js'
+import type { ConnectionConfig } from '../../../src/config/types.js'
+import { ConfigError } from '../../../src/errors.js'
+import { assertConfigError } from '../../support/assert-config.js'
 
 const dir = mkdtempSync(join(tmpdir(), 'pipegres-service-'))
 after(() => rmSync(dir, { recursive: true, force: true }))

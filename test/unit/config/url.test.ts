@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { isConnectionUrl, parseUrl, redactUrl } from '../../src/config/parse-url.js'
-import { assertConfigError } from '../helpers/assert-config.js'
+import { isConnectionUrl, parseUrl, redactUrl } from '../../../src/config/parse-url.js'
+import { assertConfigError } from '../../support/assert-config.js'
 
 describe('parseUrl', () => {
   const cases: Array<[string, Record<string, string>]> = [

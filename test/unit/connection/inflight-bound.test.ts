@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { InflightBound } from '../../src/connection/inflight-bound.js'
+import { InflightBound } from '../../../src/connection/inflight-bound.js'
 
 test('InflightBound admits one request however large, then up to its counts of requests and bytes', () => {
   const b = new InflightBound(3, 1000)

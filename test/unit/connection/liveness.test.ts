@@ -2,8 +2,8 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { livenessLimits } from '../../src/connection/liveness.js'
-import { resolveConfig } from '../../src/config/index.js'
+import { livenessLimits } from '../../../src/connection/liveness.js'
+import { resolveConfig } from '../../../src/config/index.js'
 
 const limits = (s: string) => livenessLimits(resolveConfig(`postgresql://u@h/db?${s}`, { env: {} }))
 

@@ -2,8 +2,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import type { CopyFormatOptions } from '../../src/copy/format.js'
-import { cols, decodeBytes, decodeChunks, encodeRows, EXACT } from './copy-format-support.js'
+import type { CopyFormatOptions } from '../../../src/copy/format.js'
+import { cols, decodeBytes, decodeChunks, encodeRows, EXACT } from '../../support/codecs/copy-data.js'
 
 // Property tests without a server: random rows of many types, with every
 // character that COPY treats specially, encoded in each format and decoded

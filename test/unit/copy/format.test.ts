@@ -1,9 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ArgumentError, ProtocolError } from '../../src/errors.js'
-import { Writer } from '../../src/protocol/writer.js'
-import { CodecError } from '../../src/types/codec.js'
-import type { TypeView } from '../../src/types/view.js'
+import { ArgumentError, ProtocolError } from '../../../src/errors.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import { CodecError } from '../../../src/types/codec.js'
+import type { TypeView } from '../../../src/types/view.js'
 import {
   BinaryCopyDecoder,
   copyFromStatement,
@@ -16,8 +16,8 @@ import {
   TextCopyDecoder,
   CsvCopyDecoder,
   type CopyFormatOptions,
-} from '../../src/copy/format.js'
-import { assertEverySplit, catalog, cols, decodeBytes, decodeChunks, decoder, encodeRows, EXACT, hex, splitAt, text, utf8 } from './copy-format-support.js'
+} from '../../../src/copy/format.js'
+import { assertEverySplit, catalog, cols, decodeBytes, decodeChunks, decoder, encodeRows, EXACT, hex, splitAt, text, utf8 } from '../../support/codecs/copy-data.js'
 
 // The COPY data layer without a server: exact bytes for known rows in every
 // format, every escape both ways, splits at every byte, malformed data, rows

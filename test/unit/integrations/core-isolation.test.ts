@@ -1,13 +1,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { repoRoot as root } from '../../support/paths.js'
 
 // The core has no runtime dependencies: importing pipegres must not load an
 // ORM, even though the ORM integrations live in the same package.
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 
 /** Every module URL a child process resolves while it imports `entry`. */
 function loadedBy(entry: string): Promise<string[]> {

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import type { Lane } from '../../src/lane/lane.js'
-import { leastOutstanding, type PoolLane } from '../../src/pool/routing.js'
+import type { Lane } from '../../../src/lane/lane.js'
+import { leastOutstanding, type PoolLane } from '../../../src/pool/routing.js'
 
 // The pool's default routing: one rule, the same for a query and for a
 // reservation (a query and a reservation once had two copies that differed

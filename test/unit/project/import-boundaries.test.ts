@@ -2,15 +2,12 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative, dirname, resolve, sep } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { repoRoot as root } from '../../support/paths.js'
 
 // The layering of src/ (see the design notes): each layer may import only the
 // layers listed for it, and only the listed node: modules. A forbidden edge is
 // a failure naming the file and the import.
 
-const here = dirname(fileURLToPath(import.meta.url))
-// Compiled to build/test/unit; the sources are read from the repository.
-const root = resolve(here, '..', '..', '..')
 const src = join(root, 'src')
 
 type Layer = 'errors' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'replication' | 'queryable' | 'lane' | 'walsender' | 'pool' | 'face' | 'wire' | 'integrations'

@@ -2,18 +2,18 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, statSync } from 'node:fs'
-import { dirname, join, relative, resolve } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { join, relative } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
+import { buildDir } from '../../support/paths.js'
 
 // Every compiled module of the package, imported first in a fresh module
 // graph: a circle of runtime imports that works only because another module
 // happens to load first (a class used before its module finished) fails here,
 // whichever module a user, a bundler or a test loads first.
 
-const here = dirname(fileURLToPath(import.meta.url))
-// Compiled to build/test/unit; the package's modules are build/src (the same code as dist/).
-const built = resolve(here, '..', '..', 'src')
+// The package's modules are build/src (the same code as dist/).
+const built = join(buildDir, 'src')
 
 function modules(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { repoRoot as root } from '../../support/paths.js'
 
 // The published declarations, as `npm run build` makes them, name exactly the
 // public API: every name dist/index.d.ts exports (itself or through what it
@@ -13,9 +13,6 @@ import { fileURLToPath } from 'node:url'
 // up here as a new name, and a public signature that mentions a type the
 // package does not export fails the second test.
 
-const here = dirname(fileURLToPath(import.meta.url))
-// Compiled to build/test/unit; the sources are read from the repository.
-const root = resolve(here, '..', '..', '..')
 
 function buildDeclarations(): string {
   const out = mkdtempSync(join(tmpdir(), 'pipegres-dts-'))

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { order, tagsOf, type TestFile } from '../../scripts/test-lanes.js'
+import { order, tagsOf, type TestFile } from '../../../scripts/test-lanes.js'
 
 // The test runner's reading of `// test-tags:` headers and its order of files:
 // a tag it misreads would run a timing test beside others, or leave a slow

@@ -2,7 +2,6 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import {
   FULL_RUNS,
   MATRIX_EXCLUSIONS,
@@ -14,16 +13,15 @@ import {
   manifestVersions,
   nodeAlias,
   testedWhereBlock,
-} from '../../harness/matrix.js'
-import { parseTapFailures, tagsOf } from '../../scripts/test-lanes.js'
+} from '../../support/servers/matrix.js'
+import { parseTapFailures, tagsOf } from '../../../scripts/test-lanes.js'
+import { repoRoot as root } from '../../support/paths.js'
 
 // What is tested where: the README's table, CI's plan and the runtimes manifest
-// are one list (harness/matrix.ts), and the runner reads the failures it
+// are one list (test/support/servers/matrix.ts), and the runner reads the failures it
 // reports from node --test's TAP as each Node line writes it.
 
-const root = join(fileURLToPath(import.meta.url), '..', '..', '..', '..')
-
-test("the README's tested-where table is the one harness/matrix.ts makes", () => {
+test("the README's tested-where table is the one test/support/servers/matrix.ts makes", () => {
   const readme = readFileSync(join(root, 'README.md'), 'utf8')
   const from = readme.indexOf(README_MARKERS.start)
   const to = readme.indexOf(README_MARKERS.end)
@@ -64,11 +62,11 @@ test('the runtimes manifest pins each Node line and each npm server exactly, and
     const source = POSTGRES_SOURCES[major]
     if (source.from === 'runtimes') assert.match(versions[source.alias] ?? '', new RegExp(`^${major}\\.\\d+\\.\\d+(-beta\\.\\d+)?$`), source.alias)
   }
-  const lock = JSON.parse(readFileSync(join(root, 'harness', 'runtimes', 'package-lock.json'), 'utf8')) as {
+  const lock = JSON.parse(readFileSync(join(root, 'test', 'support', 'runtimes', 'package-lock.json'), 'utf8')) as {
     packages: Record<string, { version?: string; integrity?: string; dependencies?: Record<string, string> }>
   }
-  const manifest = JSON.parse(readFileSync(join(root, 'harness', 'runtimes', 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
-  assert.deepEqual(lock.packages['']?.dependencies, manifest.dependencies, 'the lock is the manifest\'s: npm install --package-lock-only --prefix harness/runtimes')
+  const manifest = JSON.parse(readFileSync(join(root, 'test', 'support', 'runtimes', 'package.json'), 'utf8')) as { dependencies: Record<string, string> }
+  assert.deepEqual(lock.packages['']?.dependencies, manifest.dependencies, 'the lock is the manifest\'s: npm install --package-lock-only --prefix test/support/runtimes')
   for (const [alias, version] of Object.entries(versions)) {
     const entry = lock.packages[`node_modules/${alias}`]
     assert.equal(entry?.version, version, alias)

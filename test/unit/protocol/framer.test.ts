@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Framer, type MessageSink } from '../../src/protocol/framer.js'
-import { ProtocolError } from '../../src/errors.js'
-import { message } from '../helpers/backend-messages.js'
+import { Framer, type MessageSink } from '../../../src/protocol/framer.js'
+import { ProtocolError } from '../../../src/errors.js'
+import { message } from '../../support/fakes/backend-messages.js'
 
 type Msg = [type: string, body: number[]]
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Writer } from '../../src/protocol/writer.js'
-import * as fe from '../../src/protocol/frontend.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import * as fe from '../../../src/protocol/frontend.js'
 
 // Exact bytes of every frontend message, checked against the layouts in the
 // PostgreSQL protocol documentation ("Message Formats").

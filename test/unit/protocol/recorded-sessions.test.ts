@@ -1,17 +1,15 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { Framer } from '../../src/protocol/framer.js'
-import { decodeCommandComplete, decodeErrorFields, decodeParameterDescription, decodeParameterStatus, decodeRowDescription, decodeBackendKeyData, decodeNegotiateProtocolVersion } from '../../src/protocol/backend.js'
-import { TypeCatalog } from '../../src/types/catalog.js'
+import { join } from 'node:path'
+import { Framer } from '../../../src/protocol/framer.js'
+import { decodeCommandComplete, decodeErrorFields, decodeParameterDescription, decodeParameterStatus, decodeRowDescription, decodeBackendKeyData, decodeNegotiateProtocolVersion } from '../../../src/protocol/backend.js'
+import { TypeCatalog } from '../../../src/types/catalog.js'
+import { repoRoot as root } from '../../support/paths.js'
 
 // Bytes recorded from real PostgreSQL 15 and 18 servers for one fixed session
 // (scripts/capture-fixtures.ts): startup, an extended query executed twice, a
 // simple query of two statements, and a failing query.
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 
 interface Msg {
   type: string
@@ -27,7 +25,7 @@ function frame(chunks: Uint8Array[]): Msg[] {
 }
 
 for (const version of [15, 18]) {
-  const bytes = Buffer.from(readFileSync(join(root, 'test', 'unit', 'fixtures', `session-pg${version}.hex`), 'utf8').replace(/\s+/g, ''), 'hex')
+  const bytes = Buffer.from(readFileSync(join(root, 'test', 'support', 'fixtures', `session-pg${version}.hex`), 'utf8').replace(/\s+/g, ''), 'hex')
 
   test(`PostgreSQL ${version}: the session frames into the expected message sequence`, () => {
     const msgs = frame([bytes])

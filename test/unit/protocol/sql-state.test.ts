@@ -2,9 +2,10 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { SqlState } from '../../src/index.js'
-import { embeddedBinDir } from '../../harness/server.js'
-import { nameCodes, parseErrcodes, pinnedSources, tableText } from '../../scripts/gen-sqlstate.js'
+import { SqlState } from '../../../src/index.js'
+import { embeddedBinDir } from '../../support/servers/postgres.js'
+import { nameCodes, parseErrcodes, pinnedSources, tableText } from '../../../scripts/gen-sqlstate.js'
+import { repoRoot as root } from '../../support/paths.js'
 
 // The generated SqlState table against pinned copies of the errcodes.txt of
 // each server version tested (scripts/errcodes/): a server's code without a
@@ -21,7 +22,7 @@ test('every SQLSTATE of the pinned server versions has a name in SqlState', () =
     const missing = parseErrcodes(readFileSync(file, 'utf8')).filter((c) => !values.has(c.code))
     assert.deepEqual(missing, [], `PostgreSQL ${version}: run node build/scripts/gen-sqlstate.js`)
   }
-  assert.equal(readFileSync(new URL('../../../src/protocol/sql-state.ts', import.meta.url), 'utf8'), tableText(pins), 'the table is what the pins make')
+  assert.equal(readFileSync(join(root, 'src', 'protocol', 'sql-state.ts'), 'utf8'), tableText(pins), 'the table is what the pins make')
 })
 
 test('codes of an installed server the pins lack are reported, not failed', (t) => {

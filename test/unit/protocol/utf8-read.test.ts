@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { utf8Read } from '../../src/protocol/utf8.js'
-import { decodeUuidBinary } from '../../src/types/codecs/uuid.js'
-import { pgDateText } from '../../src/types/codecs/date.js'
+import { utf8Read } from '../../../src/protocol/utf8.js'
+import { decodeUuidBinary } from '../../../src/types/codecs/uuid.js'
+import { pgDateText } from '../../../src/types/codecs/date.js'
 
 // The short-string path makes ASCII strings in JS, one case per length; these
 // check every length on both sides of its limit against the standard decoder,

@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { MAX_FRONTEND_MESSAGE, Writer } from '../../src/protocol/writer.js'
-import * as fe from '../../src/protocol/frontend.js'
-import { ArgumentError } from '../../src/errors.js'
+import { MAX_FRONTEND_MESSAGE, Writer } from '../../../src/protocol/writer.js'
+import * as fe from '../../../src/protocol/frontend.js'
+import { ArgumentError } from '../../../src/errors.js'
 
 // How the writer sizes its slabs: exact for one big value, geometric (with a
 // capped step) for many small appends, back to a standard slab once a big

@@ -1,10 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { parseCommandTag } from '../../src/query/result.js'
-import { buildQuery, fragment, identifier, quoteIdentifier } from '../../src/query/sql-template.js'
-import { StatementCache, StatementState } from '../../src/query/statement-cache.js'
-import { Queue } from '../../src/connection/queue.js'
-import { ArgumentError } from '../../src/errors.js'
+import { parseCommandTag } from '../../../src/query/result.js'
+import { buildQuery, fragment, identifier, quoteIdentifier } from '../../../src/query/sql-template.js'
+import { StatementCache, StatementState } from '../../../src/query/statement-cache.js'
+import { Queue } from '../../../src/connection/queue.js'
+import { ArgumentError } from '../../../src/errors.js'
 
 test('command tags: command and row count', () => {
   const cases: [string, string, number | null][] = [

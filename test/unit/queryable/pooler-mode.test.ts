@@ -4,8 +4,8 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ArgumentError } from '../../src/errors.js'
-import { refuseSessionState, sessionStatement } from '../../src/queryable/pooler-mode.js'
+import { ArgumentError } from '../../../src/errors.js'
+import { refuseSessionState, sessionStatement } from '../../../src/queryable/pooler-mode.js'
 
 test('statements that leave state on the session are named', () => {
   const cases: [string, string][] = [

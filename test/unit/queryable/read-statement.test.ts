@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { isPlainRead } from '../../src/queryable/read-statement.js'
+import { isPlainRead } from '../../../src/queryable/read-statement.js'
 
 test('plain reads may be shared', () => {
   for (const text of [

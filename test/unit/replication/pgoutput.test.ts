@@ -5,13 +5,13 @@
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { ProtocolError } from '../../src/errors.js'
-import { decodePrimaryKeepalive, decodeXLogData, writeStandbyStatusUpdate, PG_EPOCH_MICROS } from '../../src/protocol/replication.js'
-import { Writer } from '../../src/protocol/writer.js'
-import { Lsn } from '../../src/replication/lsn.js'
-import { unchangedToast, type ChangeMessage } from '../../src/replication/messages.js'
-import { PgoutputDecoder } from '../../src/replication/pgoutput.js'
-import { TypeCatalog } from '../../src/types/catalog.js'
+import { ProtocolError } from '../../../src/errors.js'
+import { decodePrimaryKeepalive, decodeXLogData, writeStandbyStatusUpdate, PG_EPOCH_MICROS } from '../../../src/protocol/replication.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import { Lsn } from '../../../src/replication/lsn.js'
+import { unchangedToast, type ChangeMessage } from '../../../src/replication/messages.js'
+import { PgoutputDecoder } from '../../../src/replication/pgoutput.js'
+import { TypeCatalog } from '../../../src/types/catalog.js'
 
 /** Builds message bodies: bytes, big-endian integers, C strings. */
 class B {

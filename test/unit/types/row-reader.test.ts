@@ -5,16 +5,15 @@
 
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { dirname, join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import fc from 'fast-check'
-import { ProtocolError } from '../../src/errors.js'
-import { utf8Read } from '../../src/protocol/utf8.js'
-import type { Decoder } from '../../src/types/codec.js'
-import { int4Codec } from '../../src/types/codecs/integers.js'
-import { RowPlan } from '../../src/types/row-plan.js'
-import { rowReader } from '../../src/types/row-reader.js'
+import { ProtocolError } from '../../../src/errors.js'
+import { utf8Read } from '../../../src/protocol/utf8.js'
+import type { Decoder } from '../../../src/types/codec.js'
+import { int4Codec } from '../../../src/types/codecs/integers.js'
+import { RowPlan } from '../../../src/types/row-plan.js'
+import { rowReader } from '../../../src/types/row-reader.js'
 
 function dataRow(values: readonly (string | null)[]): Buffer {
   const parts: Buffer[] = [Buffer.from([values.length >> 8, values.length & 0xff])]
@@ -135,8 +134,7 @@ test('plans with the same columns and decoders share one reader; other decoders 
 })
 
 test('where code generation is forbidden, kept rows are still made', () => {
-  const here = dirname(fileURLToPath(import.meta.url))
-  const plan = join(here, '..', '..', 'src', 'types', 'row-plan.js')
+  const plan = fileURLToPath(new URL('../../../src/types/row-plan.js', import.meta.url))
   const script = `
     const { RowPlan } = await import(${JSON.stringify(plan)})
     const dec = (b, s, e) => Buffer.from(b.subarray(s, e)).toString()

@@ -1,11 +1,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { utf8Read } from '../../src/protocol/utf8.js'
-import { int4Codec } from '../../src/types/codecs/integers.js'
-import { toText, writeTextParam, dateText } from '../../src/types/text-params.js'
-import { RowPlan } from '../../src/types/row-plan.js'
-import { Writer } from '../../src/protocol/writer.js'
-import { ParameterError, ProtocolError } from '../../src/errors.js'
+import { utf8Read } from '../../../src/protocol/utf8.js'
+import { int4Codec } from '../../../src/types/codecs/integers.js'
+import { toText, writeTextParam, dateText } from '../../../src/types/text-params.js'
+import { RowPlan } from '../../../src/types/row-plan.js'
+import { Writer } from '../../../src/protocol/writer.js'
+import { ParameterError, ProtocolError } from '../../../src/errors.js'
 
 test('parameters as text', () => {
   assert.equal(toText('x', 1), 'x')

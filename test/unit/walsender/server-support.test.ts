@@ -6,11 +6,9 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { fileURLToPath } from 'node:url'
-import { ArgumentError } from '../../src/index.js'
-import { needsNewer, newestProtocol, protocolSince, REPLICATION_SINCE, requireSince, shortVersion } from '../../src/walsender/server-support.js'
-
-const root = join(fileURLToPath(import.meta.url), '..', '..', '..', '..')
+import { ArgumentError } from '../../../src/index.js'
+import { needsNewer, newestProtocol, protocolSince, REPLICATION_SINCE, requireSince, shortVersion } from '../../../src/walsender/server-support.js'
+import { repoRoot as root } from '../../support/paths.js'
 
 test('the newest pgoutput protocol of each major, and the first major of each protocol', () => {
   assert.deepEqual([13, 14, 15, 16, 17, 18].map(newestProtocol), [1, 2, 3, 4, 4, 4])

@@ -3,17 +3,14 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+import { repoRoot as root } from '../../support/paths.js'
 
 // pipegres/wire runs in browsers, so everything its entry reaches must compile
 // against the DOM library alone: a `node:` import, Buffer or process anywhere
 // in that graph (src/wire/ or the protocol/ and types/ code it reuses) fails
 // here with the compiler's own messages.
 
-const here = dirname(fileURLToPath(import.meta.url))
-// Compiled to build/test/unit; the sources and the tsconfig are read from the repository.
-const root = resolve(here, '..', '..', '..')
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
 const domConfig = join(root, 'tsconfig.wire-dom.json')
 

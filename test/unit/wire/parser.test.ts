@@ -1,8 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import fc from 'fast-check'
 import {
   binaryDecodable,
@@ -15,17 +14,17 @@ import {
   WireServerError,
   wireTypeName,
   type WireEvent,
-} from '../../src/wire/index.js'
-import { resolveTypeOptions } from '../../src/wire/scalars.js'
-import { typeTable } from '../../src/wire/types.js'
-import { commandComplete, concat, dataRow, errorResponse, int32, message, result, rowDescription } from './wire-build.js'
-import { bytes, parseAll, parseChunks, RECORDINGS, rowsOf, splitAt, type ArrayEvent } from './wire-support.js'
+} from '../../../src/wire/index.js'
+import { resolveTypeOptions } from '../../../src/wire/scalars.js'
+import { typeTable } from '../../../src/wire/types.js'
+import { commandComplete, concat, dataRow, errorResponse, int32, message, result, rowDescription } from '../../support/fakes/backend-messages.js'
+import { bytes, parseAll, parseChunks, RECORDINGS, rowsOf, splitAt, type ArrayEvent } from '../../support/fixtures/wire-recordings.js'
+import { repoRoot as root } from '../../support/paths.js'
 
 // The parser's framing and state: any split of a stream gives the same
 // events, and a stream that is malformed anywhere fails with a
 // WireProtocolError that says what is wrong, never with a wrong row.
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
 
 /** Every recording of one server, end to end: a valid stream of many results. */
 function recordingStream(version: number): Uint8Array {
@@ -313,7 +312,7 @@ test('a callback that throws stops the parser (the rest of its chunk was never r
 })
 
 test('command tags: counts where the command reports one', async () => {
-  const { parseCommandTag } = await import('../../src/wire/index.js')
+  const { parseCommandTag } = await import('../../../src/wire/index.js')
   assert.deepEqual(parseCommandTag('SELECT 5'), { command: 'SELECT', rowCount: 5 })
   assert.deepEqual(parseCommandTag('INSERT 0 12'), { command: 'INSERT', rowCount: 12 })
   assert.deepEqual(parseCommandTag('MERGE 2'), { command: 'MERGE', rowCount: 2 })
@@ -435,7 +434,7 @@ test('the binary type list is exactly the set of types decoded in binary, and ev
 })
 
 test('src/wire uses nothing a browser lacks and imports only its own files and the shared protocol/ and types/ code', () => {
-  // The whole graph the entry reaches is compiled against the DOM library in wire-dom-build.test.ts.
+  // The whole graph the entry reaches is compiled against the DOM library in dom-build.test.ts.
   const dir = join(root, 'src', 'wire')
   const files = readdirSync(dir).filter((f) => f.endsWith('.ts'))
   assert.ok(files.includes('index.ts') && files.includes('formats.ts'))

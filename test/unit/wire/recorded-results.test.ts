@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { WireInterval, WireParser, WireProtocolError, WireServerError, type WireField } from '../../src/wire/index.js'
-import { WIRE_CASES } from './fixtures/wire-cases.js'
-import { bytes, parseAll, rawTexts, RECORDINGS, rowsOf, type ArrayEvent } from './wire-support.js'
+import { WireInterval, WireParser, WireProtocolError, WireServerError, type WireField } from '../../../src/wire/index.js'
+import { WIRE_CASES } from '../../support/fixtures/wire-cases.js'
+import { bytes, parseAll, rawTexts, RECORDINGS, rowsOf, type ArrayEvent } from '../../support/fixtures/wire-recordings.js'
 
 // pipegres/wire against result messages recorded from real PostgreSQL 15 and
 // 18 servers (scripts/capture-wire-fixtures.ts), in text and in binary: every
@@ -230,7 +230,7 @@ for (const { version, fixtures } of RECORDINGS) {
 
     const notice = parseAll(fixtureBytes(version, 'notice', 'text')!)
     assert.deepEqual(notice.map((e) => e.type), ['notice', 'complete', 'fields', 'row', 'complete'])
-    const n = (notice[0] as { type: 'notice'; notice: import('../../src/wire/index.js').WireNotice }).notice
+    const n = (notice[0] as { type: 'notice'; notice: import('../../../src/wire/index.js').WireNotice }).notice
     assert.equal(n.severity, 'NOTICE')
     assert.equal(n.severityNonLocalized, 'NOTICE')
     assert.equal(n.code, '00000')

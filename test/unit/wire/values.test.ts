@@ -1,10 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { WireInterval, WireProtocolError, type WireTypeOptions } from '../../src/wire/index.js'
-import { resolveTypeOptions } from '../../src/wire/scalars.js'
-import { typeTable } from '../../src/wire/types.js'
-import { concat, int32, int64 } from './wire-build.js'
+import { WireInterval, WireProtocolError, type WireTypeOptions } from '../../../src/wire/index.js'
+import { resolveTypeOptions } from '../../../src/wire/scalars.js'
+import { typeTable } from '../../../src/wire/types.js'
+import { concat, int32, int64 } from '../../support/fakes/backend-messages.js'
 
 // Property tests of the value decoders, each against a reference written
 // here independently of the decoder: random values in both formats must

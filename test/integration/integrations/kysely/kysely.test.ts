@@ -1,10 +1,10 @@
 import { test, after, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { Kysely, Migrator, sql, type Generated, type Migration } from 'kysely'
-import { AbortError, PgError, TimeoutError, connect, createPool, type Client, type Pool } from '../../src/index.js'
-import { PipegresDialect } from '../../src/integrations/kysely/index.js'
-import { mainDatabase } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
+import { AbortError, PgError, TimeoutError, connect, createPool, type Client, type Pool } from '../../../../src/index.js'
+import { PipegresDialect } from '../../../../src/integrations/kysely/index.js'
+import { mainDatabase } from '../../../support/servers/test-server.js'
+import { uniqueName } from '../../../support/client.js'
 
 interface Person {
   id: Generated<number>

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict'
 import { context, SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
-import { Client, createPool } from '../../src/index.js'
-import { instrumentPipegres } from '../../src/integrations/otel/index.js'
-import { mainDatabase } from '../helpers/server.js'
+import { Client, createPool } from '../../../../src/index.js'
+import { instrumentPipegres } from '../../../../src/integrations/otel/index.js'
+import { mainDatabase } from '../../../support/servers/test-server.js'
 
 // pipegres/otel against the OpenTelemetry SDK: span names, attributes, the
 // status of a failure, and nesting under the application's own spans.

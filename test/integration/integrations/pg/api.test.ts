@@ -5,9 +5,9 @@
 
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import pg, { Client, Pool, Query, type Result } from '../../src/integrations/pg/index.js'
-import { adminQuery, mainDatabase } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
+import pg, { Client, Pool, Query, type Result } from '../../../../src/integrations/pg/index.js'
+import { adminQuery, mainDatabase } from '../../../support/servers/test-server.js'
+import { uniqueName } from '../../../support/client.js'
 
 const { connectionString } = await mainDatabase()
 const pool = new Pool({ connectionString, max: 3 })

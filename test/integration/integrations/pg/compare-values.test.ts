@@ -9,10 +9,10 @@ process.env.TZ = 'America/Sao_Paulo'
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import pgReal from 'pg'
-import pg from '../../src/integrations/pg/index.js'
-import { mainDatabase } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
-import { assertSameResult } from '../helpers/pg-compare.js'
+import pg from '../../../../src/integrations/pg/index.js'
+import { mainDatabase } from '../../../support/servers/test-server.js'
+import { uniqueName } from '../../../support/client.js'
+import { assertSameResult } from '../../../support/pg-compare.js'
 
 const { connectionString } = await mainDatabase()
 const theirs = new pgReal.Pool({ connectionString, max: 2 })

@@ -6,9 +6,9 @@ import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 import knexFactory, { type Knex } from 'knex'
-import pg from '../../src/integrations/pg/index.js'
-import { mainDatabase } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
+import pg from '../../../../src/integrations/pg/index.js'
+import { mainDatabase } from '../../../support/servers/test-server.js'
+import { uniqueName } from '../../../support/client.js'
 
 const require = createRequire(import.meta.url)
 const ClientPG = require('knex/lib/dialects/postgres/index.js') as new (config: Knex.Config) => object

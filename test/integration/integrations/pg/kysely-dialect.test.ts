@@ -5,9 +5,9 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Kysely, PostgresDialect, sql, type Generated } from 'kysely'
-import pg from '../../src/integrations/pg/index.js'
-import { mainDatabase } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
+import pg from '../../../../src/integrations/pg/index.js'
+import { mainDatabase } from '../../../support/servers/test-server.js'
+import { uniqueName } from '../../../support/client.js'
 
 const table = uniqueName('pgky_pets')
 

@@ -5,9 +5,9 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { DataTypes, Op, QueryTypes, Sequelize, Transaction } from 'sequelize'
-import pg from '../../src/integrations/pg/index.js'
-import { mainDatabase } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
+import pg from '../../../../src/integrations/pg/index.js'
+import { mainDatabase } from '../../../support/servers/test-server.js'
+import { uniqueName } from '../../../support/client.js'
 
 const { connectionString } = await mainDatabase()
 const sequelize = new Sequelize(connectionString!, { dialect: 'postgres', dialectModule: pg, logging: false, pool: { max: 4 } })

@@ -6,9 +6,9 @@ import 'reflect-metadata'
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { DataSource, EntitySchema, type MigrationInterface, type QueryRunner } from 'typeorm'
-import pg from '../../src/integrations/pg/index.js'
-import { mainDatabase } from '../helpers/server.js'
-import { uniqueName } from '../helpers/client.js'
+import pg from '../../../../src/integrations/pg/index.js'
+import { mainDatabase } from '../../../support/servers/test-server.js'
+import { uniqueName } from '../../../support/client.js'
 
 interface Author {
   id: number

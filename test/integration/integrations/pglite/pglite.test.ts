@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { PGlite } from '@electric-sql/pglite'
-import { ArgumentError, ConnectionError, PgError, createPool, type Client } from '../../src/index.js'
-import { connectPGlite, pgliteStream } from '../../src/integrations/pglite/index.js'
+import { ArgumentError, ConnectionError, PgError, createPool, type Client } from '../../../../src/index.js'
+import { connectPGlite, pgliteStream } from '../../../../src/integrations/pglite/index.js'
 
 const pglite = await PGlite.create()
 

@@ -1,10 +1,10 @@
 import { test, after, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { ColumnTypeEnum } from '@prisma/driver-adapter-utils'
-import { TimeoutError, PgError, createPool, type Pool } from '../../src/index.js'
-import { PrismaPipegres } from '../../src/integrations/prisma/index.js'
-import { mainDatabase } from '../helpers/server.js'
-import { ddl, dropDdl, generateClient, names, type GeneratedClient } from '../helpers/orm-prisma.js'
+import { TimeoutError, PgError, createPool, type Pool } from '../../../../src/index.js'
+import { PrismaPipegres } from '../../../../src/integrations/prisma/index.js'
+import { mainDatabase } from '../../../support/servers/test-server.js'
+import { ddl, dropDdl, generateClient, names, type GeneratedClient } from '../../../support/orm/prisma-client.js'
 
 let pool: Pool
 let generated: GeneratedClient

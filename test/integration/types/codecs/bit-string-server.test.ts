@@ -1,10 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import type { Codec } from '../../src/types/codec.js'
-import { bitCodec, varbitCodec } from '../../src/types/codecs/bit-string.js'
-import { echoParam } from '../helpers/raw-values.js'
-import { echoAll, param, select, testType, type Param } from '../helpers/type-roundtrip.js'
+import type { Codec } from '../../../../src/types/codec.js'
+import { bitCodec, varbitCodec } from '../../../../src/types/codecs/bit-string.js'
+import { echoParam } from '../../../support/codecs/raw-values.js'
+import { echoAll, param, select, testType, type Param } from '../../../support/codecs/type-roundtrip.js'
 
 // bit and varbit against what a real server sends and understands.
 

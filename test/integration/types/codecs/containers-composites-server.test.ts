@@ -1,13 +1,13 @@
 import { test, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { defaultTypeOptions, type Codec } from '../../src/types/codec.js'
-import { arrayCodec } from '../../src/types/codecs/array.js'
-import { compositeCodec } from '../../src/types/codecs/composite.js'
-import { registerContainers } from '../../src/types/codecs/containers.js'
-import { Range } from '../../src/types/range.js'
-import { fetchValue } from '../helpers/raw-values.js'
-import { decodeAt, testTable } from '../unit/types-containers-codecs.js'
-import { decodeBoth, echoAll, run, typeOid } from './types-containers-server.js'
+import { defaultTypeOptions, type Codec } from '../../../../src/types/codec.js'
+import { arrayCodec } from '../../../../src/types/codecs/array.js'
+import { compositeCodec } from '../../../../src/types/codecs/composite.js'
+import { registerContainers } from '../../../../src/types/codecs/containers.js'
+import { Range } from '../../../../src/types/range.js'
+import { fetchValue } from '../../../support/codecs/raw-values.js'
+import { decodeAt, testTable } from '../../../support/codecs/container-elements.js'
+import { decodeBoth, echoAll, run, typeOid } from '../../../support/codecs/container-checks.js'
 
 // Composite types (created in pg_temp, so nothing outlives the session) and
 // anonymous records against a real server.

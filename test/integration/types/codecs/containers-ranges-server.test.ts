@@ -1,13 +1,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { defaultTypeOptions, type Codec } from '../../src/types/codec.js'
-import { arrayCodec } from '../../src/types/codecs/array.js'
-import { registerContainers } from '../../src/types/codecs/containers.js'
-import { multirangeCodec } from '../../src/types/codecs/multirange.js'
-import { rangeCodec } from '../../src/types/codecs/range.js'
-import { Range } from '../../src/types/range.js'
-import { testTable, text } from '../unit/types-containers-codecs.js'
-import { decodeBoth, echoAll, run, typeOid } from './types-containers-server.js'
+import { defaultTypeOptions, type Codec } from '../../../../src/types/codec.js'
+import { arrayCodec } from '../../../../src/types/codecs/array.js'
+import { registerContainers } from '../../../../src/types/codecs/containers.js'
+import { multirangeCodec } from '../../../../src/types/codecs/multirange.js'
+import { rangeCodec } from '../../../../src/types/codecs/range.js'
+import { Range } from '../../../../src/types/range.js'
+import { testTable, text } from '../../../support/codecs/container-elements.js'
+import { decodeBoth, echoAll, run, typeOid } from '../../../support/codecs/container-checks.js'
 
 // Ranges and multiranges against a real server (multiranges exist since 14).
 

@@ -1,15 +1,15 @@
 // test-tags: matrix
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { CodecError, defaultTypeOptions, type Codec } from '../../src/types/codec.js'
-import { arrayCodec } from '../../src/types/codecs/array.js'
-import { readFloat64 } from '../../src/types/codecs/binary.js'
-import { registerContainers } from '../../src/types/codecs/containers.js'
-import { Range } from '../../src/types/range.js'
-import { utf8Read } from '../../src/protocol/utf8.js'
-import { fetchValue, echoParam } from '../helpers/raw-values.js'
-import { decodeAt, encodeBinary, testTable } from '../unit/types-containers-codecs.js'
-import { decodeBoth, echoAll, lowerBoundsOf } from './types-containers-server.js'
+import { CodecError, defaultTypeOptions, type Codec } from '../../../../src/types/codec.js'
+import { arrayCodec } from '../../../../src/types/codecs/array.js'
+import { readFloat64 } from '../../../../src/types/codecs/binary.js'
+import { registerContainers } from '../../../../src/types/codecs/containers.js'
+import { Range } from '../../../../src/types/range.js'
+import { utf8Read } from '../../../../src/protocol/utf8.js'
+import { fetchValue, echoParam } from '../../../support/codecs/raw-values.js'
+import { decodeAt, encodeBinary, testTable } from '../../../support/codecs/container-elements.js'
+import { decodeBoth, echoAll, lowerBoundsOf } from '../../../support/codecs/container-checks.js'
 
 // Arrays against a real server: decoders on the bytes it sends in text and in
 // binary (which must decode to identical values), encoders by what it reads.

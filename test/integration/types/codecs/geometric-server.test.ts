@@ -1,11 +1,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { Writer } from '../../src/protocol/writer.js'
-import type { Codec } from '../../src/types/codec.js'
-import { boxCodec, circleCodec, lineCodec, lsegCodec, pathCodec, pointCodec, polygonCodec, type Point } from '../../src/types/codecs/geometric.js'
-import { echoParam } from '../helpers/raw-values.js'
-import { param, select, testType, textParam, type Param } from '../helpers/type-roundtrip.js'
+import { Writer } from '../../../../src/protocol/writer.js'
+import type { Codec } from '../../../../src/types/codec.js'
+import { boxCodec, circleCodec, lineCodec, lsegCodec, pathCodec, pointCodec, polygonCodec, type Point } from '../../../../src/types/codecs/geometric.js'
+import { echoParam } from '../../../support/codecs/raw-values.js'
+import { param, select, testType, textParam, type Param } from '../../../support/codecs/type-roundtrip.js'
 
 // The geometric types against what a real server sends and understands.
 

@@ -1,12 +1,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { Writer } from '../../src/protocol/writer.js'
-import type { Codec } from '../../src/types/codec.js'
-import { cidrCodec, inetCodec } from '../../src/types/codecs/network.js'
-import { macaddr8Codec, macaddrCodec } from '../../src/types/codecs/mac-address.js'
-import { echoParam } from '../helpers/raw-values.js'
-import { echoAll, param, select, testType, textParam, type Param } from '../helpers/type-roundtrip.js'
+import { Writer } from '../../../../src/protocol/writer.js'
+import type { Codec } from '../../../../src/types/codec.js'
+import { cidrCodec, inetCodec } from '../../../../src/types/codecs/network.js'
+import { macaddr8Codec, macaddrCodec } from '../../../../src/types/codecs/mac-address.js'
+import { echoParam } from '../../../support/codecs/raw-values.js'
+import { echoAll, param, select, testType, textParam, type Param } from '../../../support/codecs/type-roundtrip.js'
 
 // inet, cidr, macaddr and macaddr8 against what a real server sends and understands.
 

@@ -1,11 +1,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { RawConnection, rawConnection } from '../helpers/raw-values.js'
-import type { TypeOptions } from '../../src/types/codec.js'
-import { canonicalNumeric, codecOf } from '../unit/types-scalars-support.js'
-import { param, textParam, type Param } from '../helpers/type-roundtrip.js'
-import { Money } from '../../src/types/money.js'
+import { RawConnection, rawConnection } from '../../../support/codecs/raw-values.js'
+import type { TypeOptions } from '../../../../src/types/codec.js'
+import { canonicalNumeric, codecOf } from '../../../support/codecs/scalar-table.js'
+import { param, textParam, type Param } from '../../../support/codecs/type-roundtrip.js'
+import { Money } from '../../../../src/types/money.js'
 
 // Property tests against the real server: random values, many per statement.
 // Encoders are judged by the text the server prints for what it received;

@@ -2,12 +2,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { RawConnection, echoParam, fetchValue } from '../helpers/raw-values.js'
-import { checkDecoding, decodeIn, selectRow, type TypeCases } from '../helpers/type-roundtrip.js'
-import { Money } from '../../src/types/money.js'
-import { Writer } from '../../src/protocol/writer.js'
-import type { Codec, TypeOptions } from '../../src/types/codec.js'
-import { codecOf } from '../unit/types-scalars-support.js'
+import { RawConnection, echoParam, fetchValue } from '../../../support/codecs/raw-values.js'
+import { checkDecoding, decodeIn, selectRow, type TypeCases } from '../../../support/codecs/type-roundtrip.js'
+import { Money } from '../../../../src/types/money.js'
+import { Writer } from '../../../../src/protocol/writer.js'
+import type { Codec, TypeOptions } from '../../../../src/types/codec.js'
+import { codecOf } from '../../../support/codecs/scalar-table.js'
 
 // Scalar decoders against the bytes a real server sends, in text and in binary
 // (which must decode to identical values), and scalar encoders against what the

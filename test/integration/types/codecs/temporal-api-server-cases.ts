@@ -1,13 +1,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ParameterError, Range, type Client } from '../../src/index.js'
-import { CodecError } from '../../src/types/codec.js'
-import { TypeCatalog } from '../../src/types/catalog.js'
-import { fileClient, uniqueName } from '../helpers/client.js'
-import { fetchBoth } from '../helpers/type-roundtrip.js'
-import { decodeIn } from '../helpers/temporal.js'
+import { ParameterError, Range, type Client } from '../../../../src/index.js'
+import { CodecError } from '../../../../src/types/codec.js'
+import { TypeCatalog } from '../../../../src/types/catalog.js'
+import { fileClient, uniqueName } from '../../../support/client.js'
+import { fetchBoth } from '../../../support/codecs/type-roundtrip.js'
+import { decodeIn } from '../../../support/codecs/temporal.js'
 
-// The Temporal tests of temporal-api.test.ts, for a runtime with the global
+// The Temporal tests of temporal-api-server.test.ts, for a runtime with the global
 // Temporal. Values are compared by their Temporal class and their ISO string.
 
 /* eslint-disable @typescript-eslint/no-explicit-any */

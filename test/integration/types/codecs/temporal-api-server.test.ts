@@ -1,12 +1,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { fileURLToPath } from 'node:url'
-import { ArgumentError, connect, createPool } from '../../src/index.js'
-import { hasTemporal } from '../../src/types/codec.js'
-import { onNode26 } from '../helpers/newer-node.js'
-import { openClient } from '../helpers/client.js'
-import { mainDatabase } from '../helpers/server.js'
-import { checkTemporalValues } from './temporal-api-cases.js'
+import { ArgumentError, connect, createPool } from '../../../../src/index.js'
+import { hasTemporal } from '../../../../src/types/codec.js'
+import { onNode26 } from '../../../support/newer-node.js'
+import { openClient } from '../../../support/client.js'
+import { mainDatabase } from '../../../support/servers/test-server.js'
+import { checkTemporalValues } from './temporal-api-server-cases.js'
 
 // The temporal type option against a real server: on a runtime with the
 // global Temporal (Node 26) every value in both formats, parameters and

@@ -1,13 +1,13 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { CodecError } from '../../src/types/codec.js'
-import { intervalCodec } from '../../src/types/codecs/interval.js'
-import { Interval } from '../../src/types/interval.js'
-import { Writer } from '../../src/protocol/writer.js'
-import { getTestServer } from '../helpers/server.js'
-import { echoParam, runStatement } from '../helpers/raw-values.js'
-import { fetchBoth } from '../helpers/type-roundtrip.js'
-import { decodeIn, INTERVAL_STYLES, pgIntervalText } from '../helpers/temporal.js'
+import { CodecError } from '../../../../src/types/codec.js'
+import { intervalCodec } from '../../../../src/types/codecs/interval.js'
+import { Interval } from '../../../../src/types/interval.js'
+import { Writer } from '../../../../src/protocol/writer.js'
+import { getTestServer } from '../../../support/servers/test-server.js'
+import { echoParam, runStatement } from '../../../support/codecs/raw-values.js'
+import { fetchBoth } from '../../../support/codecs/type-roundtrip.js'
+import { decodeIn, INTERVAL_STYLES, pgIntervalText } from '../../../support/codecs/temporal.js'
 
 // interval decoded from what a real server sends in every IntervalStyle and in
 // binary (identical values), and encoded as the server understands it.

@@ -1,15 +1,15 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { CodecError, type Codec } from '../../src/types/codec.js'
-import { dateCodec } from '../../src/types/codecs/date.js'
-import { intervalCodec } from '../../src/types/codecs/interval.js'
-import { timeCodec, timetzCodec } from '../../src/types/codecs/time.js'
-import { timestampCodec, timestamptzCodec } from '../../src/types/codecs/timestamp.js'
-import { Interval } from '../../src/types/interval.js'
-import { Writer } from '../../src/protocol/writer.js'
-import { runStatement } from '../helpers/raw-values.js'
-import { fetchBoth } from '../helpers/type-roundtrip.js'
+import { CodecError, type Codec } from '../../../../src/types/codec.js'
+import { dateCodec } from '../../../../src/types/codecs/date.js'
+import { intervalCodec } from '../../../../src/types/codecs/interval.js'
+import { timeCodec, timetzCodec } from '../../../../src/types/codecs/time.js'
+import { timestampCodec, timestamptzCodec } from '../../../../src/types/codecs/timestamp.js'
+import { Interval } from '../../../../src/types/interval.js'
+import { Writer } from '../../../../src/protocol/writer.js'
+import { runStatement } from '../../../support/codecs/raw-values.js'
+import { fetchBoth } from '../../../support/codecs/type-roundtrip.js'
 import {
   dateOf,
   decodeIn,
@@ -26,7 +26,7 @@ import {
   pgDate,
   pgOffset,
   timeOfDay,
-} from '../helpers/temporal.js'
+} from '../../../support/codecs/temporal.js'
 
 // Random values through a real server: sent as binary parameters (so the server
 // holds exactly them), read back in text and in binary, decoded by both paths.

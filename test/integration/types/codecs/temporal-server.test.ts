@@ -1,13 +1,13 @@
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { CodecError, type Codec } from '../../src/types/codec.js'
-import { dateCodec } from '../../src/types/codecs/date.js'
-import { timeCodec, timetzCodec } from '../../src/types/codecs/time.js'
-import { timestampCodec, timestamptzCodec } from '../../src/types/codecs/timestamp.js'
-import { Writer } from '../../src/protocol/writer.js'
-import { echoParam, runStatement } from '../helpers/raw-values.js'
-import { fetchBoth } from '../helpers/type-roundtrip.js'
-import { decodeIn, pgStyle } from '../helpers/temporal.js'
+import { CodecError, type Codec } from '../../../../src/types/codec.js'
+import { dateCodec } from '../../../../src/types/codecs/date.js'
+import { timeCodec, timetzCodec } from '../../../../src/types/codecs/time.js'
+import { timestampCodec, timestamptzCodec } from '../../../../src/types/codecs/timestamp.js'
+import { Writer } from '../../../../src/protocol/writer.js'
+import { echoParam, runStatement } from '../../../support/codecs/raw-values.js'
+import { fetchBoth } from '../../../support/codecs/type-roundtrip.js'
+import { decodeIn, pgStyle } from '../../../support/codecs/temporal.js'
 
 // Decoders checked on the bytes a real server sends, in text and in binary
 // (which must decode to identical values), and encoders by what it understood.

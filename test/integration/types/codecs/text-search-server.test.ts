@@ -1,9 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import type { Codec } from '../../src/types/codec.js'
-import { tsqueryCodec, tsvectorCodec } from '../../src/types/codecs/text-search.js'
-import { decodeBoth, testType, textParam, type Param } from '../helpers/type-roundtrip.js'
+import type { Codec } from '../../../../src/types/codec.js'
+import { tsqueryCodec, tsvectorCodec } from '../../../../src/types/codecs/text-search.js'
+import { decodeBoth, testType, textParam, type Param } from '../../../support/codecs/type-roundtrip.js'
 
 // tsvector and tsquery against what a real server sends: the binary decoders
 // must rebuild exactly the text the server prints.

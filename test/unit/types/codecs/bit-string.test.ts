@@ -1,9 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { Writer } from '../../src/protocol/writer.js'
-import { CodecError, defaultTypeOptions, type Codec, type Decoder } from '../../src/types/codec.js'
-import { bitCodec, registerBitStringCodecs, varbitCodec } from '../../src/types/codecs/bit-string.js'
+import { Writer } from '../../../../src/protocol/writer.js'
+import { CodecError, defaultTypeOptions, type Codec, type Decoder } from '../../../../src/types/codec.js'
+import { bitCodec, registerBitStringCodecs, varbitCodec } from '../../../../src/types/codecs/bit-string.js'
 
 // bit and varbit on exact bytes, without a server.
 

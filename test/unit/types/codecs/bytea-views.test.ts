@@ -1,9 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { Framer, isAssembledMessage } from '../../src/protocol/framer.js'
-import { byteaCodec, byteaHex } from '../../src/types/codecs/bytea.js'
-import { CodecError } from '../../src/types/codec.js'
-import { dataRow } from '../helpers/backend-messages.js'
+import { Framer, isAssembledMessage } from '../../../../src/protocol/framer.js'
+import { byteaCodec, byteaHex } from '../../../../src/types/codecs/bytea.js'
+import { CodecError } from '../../../../src/types/codec.js'
+import { dataRow } from '../../../support/fakes/backend-messages.js'
 
 // Without a server: when a big bytea may come back as a view of the message it
 // arrived in, and when it must be copied. A view is only safe in memory that

@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { CodecError, defaultTypeOptions, type Codec } from '../../src/types/codec.js'
-import { arrayCodec } from '../../src/types/codecs/array.js'
-import { compositeCodec } from '../../src/types/codecs/composite.js'
+import { CodecError, defaultTypeOptions, type Codec } from '../../../../src/types/codec.js'
+import { arrayCodec } from '../../../../src/types/codecs/array.js'
+import { compositeCodec } from '../../../../src/types/codecs/composite.js'
 import {
   formatArrayLiteral,
   formatCompositeLiteral,
@@ -12,10 +12,10 @@ import {
   quoteArrayElement,
   quoteCompositeField,
   quoteRangeBound,
-} from '../../src/types/codecs/literal.js'
-import { recordCodec, registerRecord } from '../../src/types/codecs/record.js'
-import { Range } from '../../src/types/range.js'
-import { bool, bytes, decodeAt, encodeBinary, int4, testTable, text, utf8 } from './types-containers-codecs.js'
+} from '../../../../src/types/codecs/literal.js'
+import { recordCodec, registerRecord } from '../../../../src/types/codecs/record.js'
+import { Range } from '../../../../src/types/range.js'
+import { bool, bytes, decodeAt, encodeBinary, int4, testTable, text, utf8 } from '../../../support/codecs/container-elements.js'
 
 // Composite types and anonymous records on exact bytes, and the literal helpers.
 

@@ -1,11 +1,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { CodecError, type Codec } from '../../src/types/codec.js'
-import { arrayCodec } from '../../src/types/codecs/array.js'
-import { multirangeCodec } from '../../src/types/codecs/multirange.js'
-import { rangeCodec } from '../../src/types/codecs/range.js'
-import { Range } from '../../src/types/range.js'
-import { bytes, date, decodeAt, encodeBinary, int4, int8, text, utf8 } from './types-containers-codecs.js'
+import { CodecError, type Codec } from '../../../../src/types/codec.js'
+import { arrayCodec } from '../../../../src/types/codecs/array.js'
+import { multirangeCodec } from '../../../../src/types/codecs/multirange.js'
+import { rangeCodec } from '../../../../src/types/codecs/range.js'
+import { Range } from '../../../../src/types/range.js'
+import { bytes, date, decodeAt, encodeBinary, int4, int8, text, utf8 } from '../../../support/codecs/container-elements.js'
 
 // Ranges and multiranges on exact bytes, no server.
 

@@ -1,12 +1,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { CodecError, defaultTypeOptions, type Codec } from '../../src/types/codec.js'
-import { arrayCodec, registerArrays } from '../../src/types/codecs/array.js'
-import { compositeCodec } from '../../src/types/codecs/composite.js'
-import { registerContainers } from '../../src/types/codecs/containers.js'
-import { multirangeCodec } from '../../src/types/codecs/multirange.js'
-import { rangeCodec } from '../../src/types/codecs/range.js'
-import { recordCodec } from '../../src/types/codecs/record.js'
+import { CodecError, defaultTypeOptions, type Codec } from '../../../../src/types/codec.js'
+import { arrayCodec, registerArrays } from '../../../../src/types/codecs/array.js'
+import { compositeCodec } from '../../../../src/types/codecs/composite.js'
+import { registerContainers } from '../../../../src/types/codecs/containers.js'
+import { multirangeCodec } from '../../../../src/types/codecs/multirange.js'
+import { rangeCodec } from '../../../../src/types/codecs/range.js'
+import { recordCodec } from '../../../../src/types/codecs/record.js'
 import {
   OutOfBoundsRead,
   bool,
@@ -23,7 +23,7 @@ import {
   testTable,
   text,
   utf8,
-} from './types-containers-codecs.js'
+} from '../../../support/codecs/container-elements.js'
 
 // Arrays on exact bytes, no server: binary and text, both directions.
 

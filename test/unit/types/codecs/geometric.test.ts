@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { Writer } from '../../src/protocol/writer.js'
-import { CodecError, defaultTypeOptions, type Codec, type Decoder } from '../../src/types/codec.js'
+import { Writer } from '../../../../src/protocol/writer.js'
+import { CodecError, defaultTypeOptions, type Codec, type Decoder } from '../../../../src/types/codec.js'
 import {
   boxCodec,
   circleCodec,
@@ -13,8 +13,8 @@ import {
   polygonCodec,
   registerGeometricCodecs,
   type Point,
-} from '../../src/types/codecs/geometric.js'
-import { formatFloat } from '../../src/types/codecs/geometric-text.js'
+} from '../../../../src/types/codecs/geometric.js'
+import { formatFloat } from '../../../../src/types/codecs/geometric-text.js'
 
 // point, line, lseg, box, path, polygon and circle on exact bytes, without a server.
 

@@ -1,10 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { Writer } from '../../src/protocol/writer.js'
-import { CodecError, defaultTypeOptions, type Codec, type Decoder } from '../../src/types/codec.js'
-import { cidrCodec, formatIpv6, inetCodec, registerNetworkCodecs } from '../../src/types/codecs/network.js'
-import { macaddr8Codec, macaddrCodec, registerMacAddressCodecs } from '../../src/types/codecs/mac-address.js'
+import { Writer } from '../../../../src/protocol/writer.js'
+import { CodecError, defaultTypeOptions, type Codec, type Decoder } from '../../../../src/types/codec.js'
+import { cidrCodec, formatIpv6, inetCodec, registerNetworkCodecs } from '../../../../src/types/codecs/network.js'
+import { macaddr8Codec, macaddrCodec, registerMacAddressCodecs } from '../../../../src/types/codecs/mac-address.js'
 
 // inet, cidr, macaddr and macaddr8 on exact bytes, without a server.
 

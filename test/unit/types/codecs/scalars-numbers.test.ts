@@ -1,9 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { assertCodecError, bytes, codecOf, decode, encodeBinary } from './types-scalars-support.js'
-import { parseFloatText } from '../../src/types/codecs/floats.js'
-import { numericBinaryToString } from '../../src/types/codecs/numeric.js'
-import { Money } from '../../src/types/money.js'
+import { assertCodecError, bytes, codecOf, decode, encodeBinary } from '../../../support/codecs/scalar-table.js'
+import { parseFloatText } from '../../../../src/types/codecs/floats.js'
+import { numericBinaryToString } from '../../../../src/types/codecs/numeric.js'
+import { Money } from '../../../../src/types/money.js'
 
 // Exact bytes for the numeric scalar codecs: bool, integers, OID-like types,
 // floats, numeric and money, both formats, both directions, edge values and

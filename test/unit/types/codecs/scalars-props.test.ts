@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { ascii, canonicalNumeric, codecOf, decode, encodeBinary } from './types-scalars-support.js'
-import { Money } from '../../src/types/money.js'
+import { ascii, canonicalNumeric, codecOf, decode, encodeBinary } from '../../../support/codecs/scalar-table.js'
+import { Money } from '../../../../src/types/money.js'
 
 // Property tests without a server: random values through encode then decode, in
 // binary and in text, must come back unchanged.

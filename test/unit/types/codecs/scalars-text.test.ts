@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { ascii, assertCodecError, bytes, codecOf, decode, encodeBinary } from './types-scalars-support.js'
-import { checkText, hasLoneSurrogate } from '../../src/types/codecs/text-checks.js'
-import { textCodec } from '../../src/types/codecs/text.js'
+import { ascii, assertCodecError, bytes, codecOf, decode, encodeBinary } from '../../../support/codecs/scalar-table.js'
+import { checkText, hasLoneSurrogate } from '../../../../src/types/codecs/text-checks.js'
+import { textCodec } from '../../../../src/types/codecs/text.js'
 
 // Exact bytes for the textual scalar codecs: text types, "char", bytea, uuid,
 // json, jsonb, jsonpath, pg_lsn, void and the text-only system types.
@@ -270,12 +270,12 @@ test('text-only system types: strings, results requested in text', () => {
 
 test('bytea without a global Buffer (the browser build): plain Uint8Array copies', async () => {
   const saved = globalThis.Buffer
-  let mod: typeof import('../../src/types/codecs/bytea.js')
+  let mod: typeof import('../../../../src/types/codecs/bytea.js')
   try {
     Reflect.deleteProperty(globalThis, 'Buffer')
     assert.equal((globalThis as { Buffer?: unknown }).Buffer, undefined)
     // A fresh instance of the module, which looks for Buffer when it loads.
-    mod = (await import(new URL('../../src/types/codecs/bytea.js?without-buffer', import.meta.url).href)) as typeof mod
+    mod = (await import(new URL('../../../../src/types/codecs/bytea.js?without-buffer', import.meta.url).href)) as typeof mod
   } finally {
     globalThis.Buffer = saved
   }

@@ -1,12 +1,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { TypeCatalog } from '../../src/types/catalog.js'
-import { CodecError, type Codec } from '../../src/types/codec.js'
-import { toText } from '../../src/types/text-params.js'
-import { resolveTypeOptions } from '../../src/wire/scalars.js'
-import { typeTable } from '../../src/wire/types.js'
-import { WireProtocolError } from '../../src/wire/index.js'
+import { TypeCatalog } from '../../../../src/types/catalog.js'
+import { CodecError, type Codec } from '../../../../src/types/codec.js'
+import { toText } from '../../../../src/types/text-params.js'
+import { resolveTypeOptions } from '../../../../src/wire/scalars.js'
+import { typeTable } from '../../../../src/wire/types.js'
+import { WireProtocolError } from '../../../../src/wire/index.js'
 import {
   decBin,
   decodeAlike,
@@ -24,12 +24,12 @@ import {
   pgTimestampText,
   timeOfDay,
   US_PER_DAY,
-} from '../helpers/temporal.js'
+} from '../../../support/codecs/temporal.js'
 
 // The codecs of the temporal type option and the Temporal parameters of the
 // default codecs, on hand-built bytes and against oracles built on Temporal
 // itself (never on the code under test). For a runtime with the global
-// Temporal; types-temporal-api.test.ts runs them.
+// Temporal; temporal-api.test.ts runs them.
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 const T = (globalThis as any).Temporal

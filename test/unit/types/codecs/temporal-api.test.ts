@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url'
-import { hasTemporal } from '../../src/types/codec.js'
-import { onNode26 } from '../helpers/newer-node.js'
-import { temporalCodecTests } from './types-temporal-api-cases.js'
+import { hasTemporal } from '../../../../src/types/codec.js'
+import { onNode26 } from '../../../support/newer-node.js'
+import { temporalCodecTests } from './temporal-api-cases.js'
 
-// The codecs of the temporal type option (see types-temporal-api-cases.ts):
+// The codecs of the temporal type option (see temporal-api-cases.ts):
 // here on a runtime with the global Temporal, else on Node 26 in a child.
 
 if (hasTemporal()) temporalCodecTests()

@@ -1,10 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { CodecError, defaultTypeOptions, type Codec } from '../../src/types/codec.js'
-import { intervalCodec, registerIntervalCodecs } from '../../src/types/codecs/interval.js'
-import { Interval } from '../../src/types/interval.js'
-import { decBin, decodeAlike, decText, encBin, mutationsOf, int32Hex, int64Hex, INTERVAL_STYLES, pgIntervalText } from '../helpers/temporal.js'
+import { CodecError, defaultTypeOptions, type Codec } from '../../../../src/types/codec.js'
+import { intervalCodec, registerIntervalCodecs } from '../../../../src/types/codecs/interval.js'
+import { Interval } from '../../../../src/types/interval.js'
+import { decBin, decodeAlike, decText, encBin, mutationsOf, int32Hex, int64Hex, INTERVAL_STYLES, pgIntervalText } from '../../../support/codecs/temporal.js'
 
 const throwsCodec = (fn: () => unknown, re: RegExp) => assert.throws(fn, (e: unknown) => e instanceof CodecError && re.test(e.message))
 const iv = (months: number, days: number, us: number) => new Interval(months, days, us)

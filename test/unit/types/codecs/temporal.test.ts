@@ -1,10 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { CodecError, defaultTypeOptions, type Codec } from '../../src/types/codec.js'
-import { dateCodec, registerDateCodecs } from '../../src/types/codecs/date.js'
-import { registerTimeCodecs, timeCodec, timetzCodec } from '../../src/types/codecs/time.js'
-import { registerTimestampCodecs, timestampCodec, timestamptzCodec } from '../../src/types/codecs/timestamp.js'
+import { CodecError, defaultTypeOptions, type Codec } from '../../../../src/types/codec.js'
+import { dateCodec, registerDateCodecs } from '../../../../src/types/codecs/date.js'
+import { registerTimeCodecs, timeCodec, timetzCodec } from '../../../../src/types/codecs/time.js'
+import { registerTimestampCodecs, timestampCodec, timestamptzCodec } from '../../../../src/types/codecs/timestamp.js'
 import {
   dateOf,
   decodeAlike,
@@ -27,7 +27,7 @@ import {
   pgTimestampText,
   timeOfDay,
   US_PER_DAY,
-} from '../helpers/temporal.js'
+} from '../../../support/codecs/temporal.js'
 
 const dateS = dateCodec('string')
 const dateD = dateCodec('date')

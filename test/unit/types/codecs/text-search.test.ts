@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { CodecError, defaultTypeOptions, type Codec, type Decoder } from '../../src/types/codec.js'
-import { registerTextSearchCodecs, tsqueryCodec, tsvectorCodec } from '../../src/types/codecs/text-search.js'
+import { CodecError, defaultTypeOptions, type Codec, type Decoder } from '../../../../src/types/codec.js'
+import { registerTextSearchCodecs, tsqueryCodec, tsvectorCodec } from '../../../../src/types/codecs/text-search.js'
 
 // tsvector and tsquery on exact bytes, without a server.
 
