@@ -60,3 +60,32 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => s.close(() => resolve()))
   return port
 }
+
+/** The one row a query returns (it fails unless there is exactly one). */
+export async function one<T = Record<string, unknown>>(client: Client, sql: string): Promise<T> {
+  const { rows } = await client.query<T>(sql)
+  assert.equal(rows.length, 1)
+  return rows[0]!
+}
+
+/** Who we are and how we got here, as the server sees it. */
+export async function whereAmI(client: Client): Promise<{ user: string; db: string; addr: string | null; ssl: boolean }> {
+  return one(
+    client,
+    `SELECT current_user AS user, current_database() AS db, host(inet_server_addr()) AS addr,
+            (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()) AS ssl`,
+  )
+}
+
+export interface Session {
+  user: string
+  ssl: boolean
+}
+
+/** Who the server says this session is, and whether it is encrypted. */
+export async function session(client: Client): Promise<Session> {
+  const { rows } = await client.query<{ u: string; ssl: boolean }>(
+    'SELECT current_user AS u, (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()) AS ssl',
+  )
+  return { user: rows[0]!.u, ssl: rows[0]!.ssl }
+}

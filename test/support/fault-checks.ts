@@ -67,3 +67,34 @@ export async function until(what: string, ok: () => boolean | Promise<boolean>, 
     await new Promise((r) => setTimeout(r, 20))
   }
 }
+
+/** Every text an error exposes: messages, inspect output and stacks, down the cause chain. */
+export function exposedText(err: unknown): string {
+  const parts: string[] = [inspect(err, { depth: null, showHidden: true })]
+  const seen = new Set<unknown>()
+  const walk = (e: unknown): void => {
+    if (e === null || e === undefined || seen.has(e)) return
+    seen.add(e)
+    if (e instanceof Error) {
+      parts.push(String(e), e.message, e.stack ?? '')
+      for (const key of Object.keys(e)) parts.push(`${key}=${String((e as unknown as Record<string, unknown>)[key])}`)
+      if (e instanceof AggregateError) for (const inner of e.errors) walk(inner)
+      walk(e.cause)
+    } else {
+      parts.push(String(e))
+    }
+  }
+  walk(err)
+  try {
+    parts.push(JSON.stringify(err))
+  } catch {}
+  return parts.join('\n')
+}
+
+/** No form of `secret` (as it is, or URL-encoded) in any text the error exposes. */
+export function assertNoSecret(err: unknown, secret: string): void {
+  const text = exposedText(err)
+  for (const form of new Set([secret, encodeURIComponent(secret)])) {
+    assert.ok(!text.includes(form), `the secret appears in the error:\n${text}`)
+  }
+}

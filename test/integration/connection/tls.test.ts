@@ -12,9 +12,9 @@ import { copyFile, mkdir, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { inspect } from 'node:util'
-import { ConfigError, ConnectionError, PgError, type Client, type ClientOptions } from '../../../src/index.js'
+import { ConfigError, ConnectionError, PgError, type ClientOptions } from '../../../src/index.js'
 import { getTestServer, type Credentials } from '../../support/servers/test-server.js'
-import { connectError, isolateEnvironment, tcpOptions, withClient } from '../../support/connect.js'
+import { connectError, isolateEnvironment, session, tcpOptions, withClient } from '../../support/connect.js'
 
 const server = await getTestServer()
 
@@ -25,14 +25,6 @@ const { caFile, otherCaFile, clientCertFile, clientKeyFile, clientKeyEncryptedFi
 
 function tcp(who: { user: string; password?: string }, extra: ClientOptions = {}): ClientOptions {
   return tcpOptions(server, who, extra)
-}
-
-/** What the server says about this session. */
-async function session(client: Client): Promise<{ user: string; ssl: boolean }> {
-  const { rows } = await client.query<{ u: string; ssl: boolean }>(
-    'SELECT current_user AS u, (SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()) AS ssl',
-  )
-  return { user: rows[0]!.u, ssl: rows[0]!.ssl }
 }
 
 /** Connects, and checks that client and server agree on the user and on encryption. */

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 import { ArgumentError, PgError, ResultLimitError, createPool, type Client } from '../../../src/index.js'
-import { followerOutcome } from '../../support/cancel-misfires.js'
+import { followerOutcome } from '../../support/cancel-checks.js'
 import { openClient } from '../../support/client.js'
 import { getTestServer, mainDatabase } from '../../support/servers/test-server.js'
 

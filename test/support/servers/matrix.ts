@@ -170,7 +170,7 @@ const footnoteMark = (e: Exclusion) => '¹²³⁴⁵⁶⁷⁸⁹'[MATRIX_EXCLUSI
 export function testedWhereBlock(): string {
   const notes = [
     '',
-    "full: every test file (`npm test`); matrix: the files tagged `// test-tags: matrix` (connect, authentication, TLS, types, pipelining, COPY, cursors, transactions, cancellation of running queries by timeouts and signals, LISTEN/NOTIFY, logical replication, the pool; `cancel.test.ts`, which times cancels against the event loop and runs alone, is in the full runs); smoke: `test/integration/project/runtimes.test.ts`'s script under Bun and Deno, inside the full runs.",
+    "full: every test file (`npm test`); matrix: the files tagged `// test-tags: matrix` (connect, authentication, TLS, types, pipelining, COPY, cursors, transactions, cancellation of running queries by timeouts and signals, LISTEN/NOTIFY, logical replication, the pool; `abort-signal.test.ts` and `cancel.test.ts`, which time cancels against the event loop and run alone, are in the full runs); smoke: `test/integration/project/runtimes.test.ts`'s script under Bun and Deno, inside the full runs.",
     ...MATRIX_EXCLUSIONS.flatMap((e) => ['', `${footnoteMark(e)} Without ${e.files.map((f) => `\`${f}\``).join(', ')} on PostgreSQL ${e.postgres.join(' and ')}: ${e.reason}.`]),
   ]
   return [testedWhereTable(), ...notes].join('\n')
