@@ -13,7 +13,7 @@
 
 import { availableParallelism } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startCluster, stopClustersOnSignals, type Cluster, type ClusterNode } from '../harness/cluster.js'
+import { startCluster, stopClustersOnSignals, type Cluster, type ClusterNode } from '../test/support/servers/cluster.js'
 import { createPool, type HostInfo, type Pool } from '../src/index.js'
 import { flag } from './lib/args.js'
 

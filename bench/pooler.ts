@@ -16,8 +16,8 @@
 // when it is not built); PIPEGRES_BENCH_PGBIN=<bin dir> picks the PostgreSQL
 // installation (default: embedded).
 
-import { findPgBouncer, findPgBouncer124, startPgBouncer, type RunningPgBouncer } from '../harness/pgbouncer.js'
-import { startServer, stopAllOnSignals } from '../harness/server.js'
+import { findPgBouncer, findPgBouncer124, startPgBouncer, type RunningPgBouncer } from '../test/support/servers/pgbouncer.js'
+import { startServer, stopAllOnSignals } from '../test/support/servers/postgres.js'
 import { InflightBound } from '../src/connection/inflight-bound.js'
 import { connect, createPool, type ClientOptions } from '../src/index.js'
 import { flag } from './lib/args.js'

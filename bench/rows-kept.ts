@@ -13,7 +13,7 @@ import { Session } from '../src/query/session.js'
 import { makeQuery, type QueryDefaults } from '../src/queryable/queryable.js'
 import { TypeCatalog } from '../src/types/catalog.js'
 import { defaultTypeOptions } from '../src/types/codec.js'
-import { startServer, stopAllOnSignals } from '../harness/server.js'
+import { startServer, stopAllOnSignals } from '../test/support/servers/postgres.js'
 import { captureCodecFixture, readCodecFixture } from './lib/codec-capture.js'
 import { setupSql, typedReadSql, usersReadSql } from './lib/workloads.js'
 

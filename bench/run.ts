@@ -39,7 +39,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { cpus, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startServer, stopAllOnSignals } from '../harness/server.js'
+import { startServer, stopAllOnSignals } from '../test/support/servers/postgres.js'
 import { connect } from '../src/index.js'
 import { captureCodecFixture } from './lib/codec-capture.js'
 import { childrenOf, serverCpuUs } from './lib/measure.js'

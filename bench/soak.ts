@@ -8,7 +8,7 @@
 // Starts its own PostgreSQL unless DATABASE_URL is set.
 // PIPEGRES_BENCH_PGBIN=<bin dir> picks the PostgreSQL installation (default: embedded).
 
-import { startServer, stopAllOnSignals, type RunningServer } from '../harness/server.js'
+import { startServer, stopAllOnSignals, type RunningServer } from '../test/support/servers/postgres.js'
 import { connect, createPool, PgError, PipegresError, type Client, type Pool } from '../src/index.js'
 import { flag } from './lib/args.js'
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds PgBouncer 1.24 (prepared statements in transaction mode, max_prepared_statements)
 # from Debian trixie's source package into .tmp/pgbouncer-1.24/, where the pooler tests
-# and benchmarks find it (harness/pgbouncer.ts). Debian bookworm's apt has only 1.18;
+# and benchmarks find it (test/support/servers/pgbouncer.ts). Debian bookworm's apt has only 1.18;
 # trixie's source builds on bookworm in about a minute. .ci/run calls it.
 #
 # Idempotent: does nothing when .tmp/pgbouncer-1.24/bin/pgbouncer is there.

@@ -1,17 +1,17 @@
 // Records what real PostgreSQL servers send for a fixed session, as fixtures for
 // the protocol unit tests: node build/scripts/capture-fixtures.js [bin dir ...]
-// (default: the embedded server). Writes test/unit/fixtures/session-pg<major>.hex.
+// (default: the embedded server). Writes test/support/fixtures/session-pg<major>.hex.
 
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startServer } from '../harness/server.js'
+import { startServer } from '../test/support/servers/postgres.js'
 import { connect } from '../src/index.js'
-import { startProxy } from '../test/helpers/proxy.js'
+import { startProxy } from '../test/support/proxies/proxy.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
-/** The session every fixture records; test/unit/protocol-fixtures.test.ts knows its shape. */
+/** The session every fixture records; test/unit/protocol/recorded-sessions.test.ts knows its shape. */
 export const FIXTURE_QUERIES = {
   extended: "SELECT $1::int AS a, 'é'::text AS b, NULL::int AS c, '{\"k\":1}'::jsonb AS d FROM generate_series(1, 3)",
   simple: "SELECT 1 AS one; SELECT 'two' AS two",
@@ -29,7 +29,7 @@ async function capture(binDir: string | undefined): Promise<void> {
     await db.simpleQuery(FIXTURE_QUERIES.simple)
     await db.query(FIXTURE_QUERIES.failing).catch(() => undefined)
     await db.end()
-    const file = join(root, 'test', 'unit', 'fixtures', `session-pg${server.version}.hex`)
+    const file = join(root, 'test', 'support', 'fixtures', `session-pg${server.version}.hex`)
     writeFileSync(file, Buffer.concat(chunks).toString('hex').replace(/(.{128})/g, '$1\n') + '\n')
     console.log(`wrote ${file}`)
   } finally {

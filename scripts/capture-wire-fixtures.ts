@@ -1,17 +1,17 @@
 // Records what real PostgreSQL servers send for the pipegres/wire test cases
-// (test/unit/fixtures/wire-cases.ts), as Client.queryRaw() would forward it:
+// (test/support/fixtures/wire-cases.ts), as Client.queryRaw() would forward it:
 //
 //   node build/scripts/capture-wire-fixtures.js [bin dir ...]
 //
 // (default: the embedded server; e.g. /usr/lib/postgresql/15/bin for another).
-// Writes test/unit/fixtures/wire-pg<major>.ts for each server.
+// Writes test/support/fixtures/wire-pg<major>.ts for each server.
 
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startServer } from '../harness/server.js'
-import { WireCapture } from '../test/helpers/wire-capture.js'
-import { WIRE_CASES } from '../test/unit/fixtures/wire-cases.js'
+import { startServer } from '../test/support/servers/postgres.js'
+import { WireCapture } from '../test/support/codecs/wire-capture.js'
+import { WIRE_CASES } from '../test/support/fixtures/wire-cases.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
@@ -40,7 +40,7 @@ async function capture(binDir: string | undefined): Promise<void> {
     }
     await session.close()
     const version = server.versionString.replace(/^postgres \(PostgreSQL\)\s*/, '')
-    const file = join(root, 'test', 'unit', 'fixtures', `wire-pg${server.version}.ts`)
+    const file = join(root, 'test', 'support', 'fixtures', `wire-pg${server.version}.ts`)
     const text = [
       `// Recorded from PostgreSQL ${version} by scripts/capture-wire-fixtures.ts: do not edit.`,
       '',

@@ -1,7 +1,9 @@
-// `npm run fuzz [-- --minutes=N --scale=X --seed=S]`: the protocol fuzz tests
-// (test/unit/fuzz-protocol.test.ts) run again and again, each round with a
-// fresh seed and X times the cases `npm test` runs, until the time is up or a
-// round fails. A failure prints the seed and the command that replays it.
+// `npm run fuzz [-- --minutes=N --scale=X --seed=S]`: the fuzz tests
+// (test/unit/<folder>/fuzz-*.test.ts: the framer, the backend-message
+// decoders, authentication, the browser-side parser, a whole client behind a
+// scripted server) run again and again, each round with a fresh seed and X
+// times the cases `npm test` runs, until the time is up or a round fails. A
+// failure prints the seed and the command that replays it.
 //
 //   npm run fuzz                          5 minutes at scale 20
 //   npm run fuzz -- --minutes=60          an hour
@@ -11,12 +13,28 @@
 // No database is needed: the client-level cases use a scripted fake server.
 
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
-const testFile = join('build', 'test', 'unit', 'fuzz-protocol.test.js')
+
+/** The compiled fuzz test files whose sources are still there (tsc never deletes an output). */
+function fuzzFiles(): string[] {
+  const found: string[] = []
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+      const path = join(dir, entry.name)
+      if (entry.isDirectory()) walk(path)
+      else if (/^fuzz-.*\.test\.js$/.test(entry.name) && existsSync(join(root, path.replace(/^build[\\/]/, '').replace(/\.js$/, '.ts')))) found.push(path)
+    }
+  }
+  const unit = join('build', 'test', 'unit')
+  if (existsSync(join(root, unit))) walk(unit)
+  return found.sort()
+}
+
+const testFiles = fuzzFiles()
 
 function option(name: string, env: string, fallback: number): number {
   const arg = process.argv.slice(2).find((a) => a.startsWith(`--${name}=`))
@@ -51,7 +69,7 @@ function runRound(seed: number): Promise<Round> {
   env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --enable-source-maps`.trim()
   return new Promise((resolve) => {
     let output = ''
-    child = spawn(process.execPath, ['--test', '--test-reporter=spec', testFile], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    child = spawn(process.execPath, ['--test', '--test-reporter=spec', ...testFiles], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
     child.stdout!.setEncoding('utf8').on('data', (s: string) => (output += s))
     child.stderr!.setEncoding('utf8').on('data', (s: string) => (output += s))
     child.on('error', (err) => resolve({ code: 1, output: `could not run node --test: ${err.message}` }))
@@ -69,8 +87,8 @@ function summary(output: string): string {
 }
 
 async function main(): Promise<number> {
-  if (!existsSync(join(root, testFile))) {
-    console.error(`${testFile} is missing: run \`npm run build:all\` first`)
+  if (testFiles.length === 0) {
+    console.error('no compiled fuzz tests in build/test/unit: run `npm run build:all` first')
     return 1
   }
   const stop = () => {
@@ -93,7 +111,7 @@ async function main(): Promise<number> {
     if (code !== 0) {
       console.log(output)
       console.error(`round ${round}, seed ${seed}: FAILED after ${secs} s`)
-      console.error(`replay: PIPEGRES_FUZZ_SEED=${seed} PIPEGRES_FUZZ_SCALE=${scale} npm test -- unit/fuzz-protocol`)
+      console.error(`replay: PIPEGRES_FUZZ_SEED=${seed} PIPEGRES_FUZZ_SCALE=${scale} npm test -- /fuzz-`)
       return 1
     }
     console.log(`round ${round}, seed ${seed}: ${cases} passed in ${secs} s`)

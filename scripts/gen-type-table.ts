@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startServer } from '../harness/server.js'
+import { startServer } from '../test/support/servers/postgres.js'
 import { connect } from '../src/index.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')

@@ -18,15 +18,15 @@
 // one running this script; tests that spawn process.execPath get it too);
 // PIPEGRES_TEST_RESULTS=<file> where to write the run's counts and failures as
 // JSON (scripts/test-matrix.ts reads them).
-// See test/helpers/server.ts for DATABASE_URL and the PG* variables.
+// See test/support/servers/test-server.ts for DATABASE_URL and the PG* variables.
 
 import { spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { serverInfoOf, startServer, stopAll, type RunningServer } from '../harness/server.js'
-import { SERVER_ENV } from '../test/helpers/server.js'
+import { serverInfoOf, startServer, stopAll, type RunningServer } from '../test/support/servers/postgres.js'
+import { SERVER_ENV } from '../test/support/servers/test-server.js'
 import { runLanes, signalRunning, tagsOf, type FileResult, type FileTags, type TapFailure, type TestFile } from './test-lanes.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -49,7 +49,7 @@ function parseArgs(args: string[]): { filters: string[]; excludes: string[]; nod
       if (t !== 'matrix' && t !== 'slow' && t !== 'exclusive') throw new Error(`--tag takes matrix, slow or exclusive, not ${JSON.stringify(t)}`)
       tag = t
     } else if (arg.startsWith('-')) nodeFlags.push(arg)
-    // Accept the source path too: `test/unit/config.test.ts` or `build/test/unit/config.test.js`.
+    // Accept the source path too: `test/unit/config/url.test.ts` or `build/test/unit/config/url.test.js`.
     else filters.push(pathFilter(arg))
   }
   return { filters, excludes, nodeFlags, tag }
@@ -64,7 +64,7 @@ function walk(dir: string): string[] {
   })
 }
 
-/** Compiled test files (paths relative to build/: `test/unit/x.test.js`) with the tags of their sources. */
+/** Compiled test files (paths relative to build/: `test/unit/pool/routing.test.js`) with the tags of their sources. */
 function findTests(filters: string[]): TestFile[] {
   const paths = walk(join(buildDir, 'test'))
     .map((file) => relative(buildDir, file).split(sep).join('/'))
@@ -95,7 +95,7 @@ function onSignal(signal: NodeJS.Signals): void {
   }
   signalled = signal
   signalRunning(signal)
-  // Servers still starting, or the files' groups slow to go: the 'exit' hook in harness/server.ts stops what is left.
+  // Servers still starting, or the files' groups slow to go: the 'exit' hook in test/support/servers/postgres.ts stops what is left.
   setTimeout(() => void stopAll().finally(() => process.exit(128 + (signal === 'SIGINT' ? 2 : 15))), 15_000).unref()
 }
 

@@ -1,5 +1,5 @@
 // `npm run runtimes`: installs the Node.js and PostgreSQL binaries of the test
-// matrix (harness/runtimes/package.json, pinned with its lock) into
+// matrix (test/support/runtimes/package.json, pinned with its lock) into
 // .tmp/runtimes/ (PIPEGRES_RUNTIMES_DIR moves it), then checks that each one runs.
 // `npm install` never fetches them: only CI and whoever runs the matrix needs them.
 //
@@ -28,7 +28,7 @@ import {
   runtimesDir,
   type NodeLine,
   type PostgresMajor,
-} from '../harness/matrix.js'
+} from '../test/support/servers/matrix.js'
 
 /** The aliases whose installed version is not the manifest's. */
 function outdated(): string[] {

@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { startServer, stopAllOnSignals, type RunningServer } from '../harness/server.js'
+import { startServer, stopAllOnSignals, type RunningServer } from '../test/support/servers/postgres.js'
 import { connect, type Client, type ClientOptions } from '../src/index.js'
 
 const ROWS = 10_000

@@ -31,7 +31,7 @@ export function tagsOf(source: string): FileTags {
 }
 
 export interface TestFile {
-  /** Relative to build/: `test/unit/x.test.js`. */
+  /** Relative to build/: `test/unit/pool/routing.test.js`. */
   path: string
   tags: FileTags
   /** Size of the source, the order's tie-breaker: longer files tend to run longer. */

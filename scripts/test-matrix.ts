@@ -1,5 +1,5 @@
 // `npm run test:matrix`: runs the test suite on several Node × PostgreSQL
-// combinations (harness/matrix.ts), one after another, each through
+// combinations (test/support/servers/matrix.ts), one after another, each through
 // scripts/run-tests.ts, then prints what ran where. The binaries come from
 // `npm run runtimes`.
 //
@@ -33,7 +33,7 @@ import {
   type NodeLine,
   type PlannedRun,
   type PostgresMajor,
-} from '../harness/matrix.js'
+} from '../test/support/servers/matrix.js'
 import type { RunResults } from './run-tests.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -113,7 +113,7 @@ export function table(outcomes: Outcome[]): { text: string; markdown: string } {
   }
   const excluded = outcomes.filter((o) => o.run.excluded.length > 0)
   const notes = excluded.length
-    ? ['', 'left out (known failures, harness/matrix.ts MATRIX_EXCLUSIONS):', ...[...new Set(excluded.flatMap((o) => o.run.excluded.map((e) => `  ${e.files.join(', ')} on PostgreSQL ${e.postgres.join(', ')}: ${e.reason}`)))]]
+    ? ['', 'left out (known failures, test/support/servers/matrix.ts MATRIX_EXCLUSIONS):', ...[...new Set(excluded.flatMap((o) => o.run.excluded.map((e) => `  ${e.files.join(', ')} on PostgreSQL ${e.postgres.join(', ')}: ${e.reason}`)))]]
     : []
   const failText = failures.length ? ['', 'failures (first line of each error):', ...failures.map((f) => `  ${f}`)] : []
   return { text: [...lines, ...notes, ...failText].join('\n'), markdown: [...md, ...notes, ...failText].join('\n') }
@@ -142,7 +142,7 @@ async function main(): Promise<number> {
     const to = text.indexOf(end)
     if (from === -1 || to < from) throw new Error(`README.md has no ${start} ... ${end} block`)
     writeFileSync(readme, `${text.slice(0, from + start.length)}\n${testedWhereBlock()}\n${text.slice(to)}`)
-    console.log('README.md: the tested-where table is rewritten from harness/matrix.ts')
+    console.log('README.md: the tested-where table is rewritten from test/support/servers/matrix.ts')
     return 0
   }
   for (const r of plan) console.log(`${label(r)}: ${describeRun(r)}`)

@@ -4,8 +4,8 @@ import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { startBrowserTableServer, type BrowserTableServer } from '../../examples/browser-table/server.js'
-import { getTestServer, mainDatabase } from '../helpers/server.js'
-import { WireCapture } from '../helpers/wire-capture.js'
+import { getTestServer, mainDatabase } from '../support/servers/test-server.js'
+import { WireCapture } from '../support/codecs/wire-capture.js'
 
 // The browser-table example in a real headless Chromium: the page fetches a
 // report, pipegres/wire decodes the streamed protocol messages in the browser,

@@ -1,0 +1,35 @@
+// test-tags: slow
+// Floods: a million queries queued behind a server that does not answer. What
+// must hold: memory per queued query stays small, every query settles
+// (nothing hangs, no unhandled rejection). The timeouts of such floods are in
+// floods-timeouts.test.ts: each file takes minutes, and has its own time limit.
+
+import { describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { bytes, mib, MILLION, runChild } from '../../support/flood-run.js'
+
+describe('a million queries queued behind a server that stopped reading', () => {
+  test('take at most 400 bytes of heap each, promise and parameters included, and all reject when the client is destroyed', async (t) => {
+    const r = await runChild('queued-memory', MILLION)
+    t.diagnostic(
+      `${bytes(r.bytesPerQuery)} bytes per queued query over the first million (marginal ${bytes(r.marginalBytesPerQuery)}); ` +
+        `heap ${mib(r.heapBaseMiB)} -> ${mib(r.heapPeakMiB)} with two million queued, RSS ${mib(r.rssPeakMiB)}; ` +
+        `all settled ${(r.settleMs as number).toFixed(0)} ms after destroy(); heap afterwards ${mib(r.heapAfterMiB)}`,
+    )
+    assert.equal(r.pendingAfterFirst, MILLION)
+    assert.equal(r.pendingAfterSecond, 2 * MILLION)
+    assert.ok((r.bytesPerQuery as number) <= 400, `${r.bytesPerQuery as number} bytes per queued query`)
+    assert.ok((r.marginalBytesPerQuery as number) <= 400, `marginal ${r.marginalBytesPerQuery as number} bytes per queued query`)
+    assert.equal(r.resolved, 0)
+    assert.deepEqual(r.codes, { PG_CONNECTION_ENDED: 2 * MILLION })
+    // Nothing of them is kept once they have settled.
+    assert.ok((r.heapAfterMiB as number) - (r.heapBaseMiB as number) < 16, `heap ${mib(r.heapBaseMiB)} before, ${mib(r.heapAfterMiB)} after`)
+  })
+
+  test('with a query timeout, each also carries its timer: still under 800 bytes', async (t) => {
+    const r = await runChild('queued-memory-timeout', MILLION)
+    t.diagnostic(`${bytes(r.bytesPerQuery)} bytes per queued query with queryTimeout set (marginal ${bytes(r.marginalBytesPerQuery)})`)
+    assert.ok((r.bytesPerQuery as number) <= 800, `${r.bytesPerQuery as number} bytes per queued query`)
+    assert.deepEqual(r.codes, { PG_CONNECTION_ENDED: 2 * MILLION })
+  })
+})

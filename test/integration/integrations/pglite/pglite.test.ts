@@ -1,0 +1,265 @@
+// pipegres/pglite: a Client over PGlite (PostgreSQL in WebAssembly) in this
+// process, through the same protocol code as over a socket. The categories of
+// the core suites that make sense on one session run here: types both ways,
+// pipelining, errors, transactions, COPY in and out, cursors and streams,
+// LISTEN/NOTIFY on the session itself, and what PGlite cannot do (a second
+// session, cancelling, TLS), each failing with an error that names the cause.
+
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { PGlite } from '@electric-sql/pglite'
+import { ArgumentError, ConnectionError, PgError, createPool, type Client } from '../../../../src/index.js'
+import { connectPGlite, pgliteStream } from '../../../../src/integrations/pglite/index.js'
+
+const pglite = await PGlite.create()
+
+async function withPGlite<T>(fn: (db: Client) => Promise<T>): Promise<T> {
+  const db = await connectPGlite(pglite)
+  try {
+    return await fn(db)
+  } finally {
+    await db.end()
+  }
+}
+
+describe('types', () => {
+  const cases: Array<[sql: string, value: unknown, expected?: unknown]> = [
+    ['int4', 42],
+    ['int8', 9007199254740993n],
+    ['float8', 1.5],
+    ['numeric', '12345678901234567890.123456789'],
+    ['bool', true],
+    ['text', 'hé ☃ 𝄞'],
+    ['bytea', Buffer.from([0, 1, 255])],
+    ['uuid', '0e3b7c1e-8f7a-4a3b-9a59-3c1d2b6f0a11'],
+    ['jsonb', { a: [1, 'two', null] }],
+    ['timestamptz', new Date('2026-11-27T10:11:12.345Z')],
+    ['date', '2026-11-27'],
+    ['int4[]', [1, null, 3]],
+    ['text[]', ['a', 'b,c', '"q"']],
+    ['interval', '1 day 02:03:04'],
+  ]
+  test('values round-trip as parameters and results, text and binary', async () => {
+    await withPGlite(async (db) => {
+      for (const [type, value, expected] of cases) {
+        const { rows } = await db.query(`SELECT $1::${type} AS v`, [value])
+        const got = rows[0]!.v
+        const want = expected ?? value
+        if (type === 'interval') assert.equal(String((await db.query(`SELECT $1::interval::text AS v`, [value])).rows[0]!.v), '1 day 02:03:04', type)
+        else assert.deepEqual(got, want, type)
+      }
+      // The same values sent as SQL literals and read back agree with the parameters.
+      const { rows } = await db.query("SELECT 42::int4 AS a, 'hé'::text AS b, '{1,NULL,3}'::int4[] AS c, 'true'::bool AS d")
+      assert.deepEqual({ ...rows[0] }, { a: 42, b: 'hé', c: [1, null, 3], d: true })
+    })
+  })
+})
+
+describe('pipelining', () => {
+  test('many queries in flight come back in order, each to its own caller', async () => {
+    await withPGlite(async (db) => {
+      const n = 500
+      const all = await Promise.all(Array.from({ length: n }, (_, i) => db.query('SELECT $1::int AS i, repeat($2, $1 % 7) AS s', [i, 'x'])))
+      all.forEach((r, i) => assert.deepEqual({ ...r.rows[0] }, { i, s: 'x'.repeat(i % 7) }))
+    })
+  })
+
+  test('an error in the middle of a pipeline fails only its own query', async () => {
+    await withPGlite(async (db) => {
+      const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => db.query(i % 10 === 5 ? 'SELECT 1 / 0' : 'SELECT $1::int AS i', i % 10 === 5 ? [] : [i])))
+      results.forEach((r, i) => {
+        if (i % 10 === 5) {
+          assert.equal(r.status, 'rejected')
+          assert.ok((r as PromiseRejectedResult).reason instanceof PgError)
+          assert.equal(((r as PromiseRejectedResult).reason as PgError).code, '22012')
+        } else assert.equal((r as PromiseFulfilledResult<{ rows: Array<Record<string, unknown>> }>).value.rows[0]!.i, i)
+      })
+      assert.equal((await db.query('SELECT 7 AS x')).rows[0]!.x, 7)
+    })
+  })
+})
+
+describe('errors', () => {
+  test('server errors carry their fields and leave the client usable', async () => {
+    await withPGlite(async (db) => {
+      await db.query('CREATE TABLE err_t (id int PRIMARY KEY)')
+      await db.query('INSERT INTO err_t VALUES (1)')
+      const err = await db.query('INSERT INTO err_t VALUES (1)').catch((e: unknown) => e)
+      assert.ok(err instanceof PgError)
+      assert.equal(err.code, '23505')
+      assert.equal(err.table, 'err_t')
+      const syntax = await db.query('SELEKT 1').catch((e: unknown) => e)
+      assert.ok(syntax instanceof PgError && syntax.code === '42601')
+      assert.equal((await db.query('SELECT count(*)::int AS n FROM err_t')).rows[0]!.n, 1)
+      await db.query('DROP TABLE err_t')
+    })
+  })
+})
+
+describe('transactions', () => {
+  test('commit keeps, rollback undoes, a savepoint undoes only its part', async () => {
+    await withPGlite(async (db) => {
+      await db.query('CREATE TABLE tx_t (n int)')
+      await db.begin(async (tx) => {
+        await tx.query('INSERT INTO tx_t VALUES (1)')
+        await tx.savepoint(async (sp) => {
+          await sp.query('INSERT INTO tx_t VALUES (2)')
+          throw new Error('undo the savepoint')
+        }).catch(() => {})
+      })
+      await db.begin(async (tx) => {
+        await tx.query('INSERT INTO tx_t VALUES (3)')
+        throw new Error('undo the transaction')
+      }).catch(() => {})
+      assert.deepEqual((await db.query('SELECT n FROM tx_t ORDER BY n')).rows.map((r) => r.n), [1])
+      await db.query('DROP TABLE tx_t')
+    })
+  })
+
+  test('a client ended inside a transaction leaves PGlite outside it, without its prepared statements', async () => {
+    const first = await connectPGlite(pglite)
+    await first.query('CREATE TABLE left_t (n int)')
+    await first.query('BEGIN')
+    await first.query('INSERT INTO left_t VALUES (1)')
+    await first.query('SELECT $1::int AS same_statement', [1])
+    await first.end()
+    assert.equal((await pglite.query<{ n: number }>('SELECT count(*)::int AS n FROM left_t')).rows[0]!.n, 0)
+    // The next client prepares statements under the same names without a clash.
+    await withPGlite(async (db) => {
+      assert.equal(db.transactionStatus, 'I')
+      assert.equal((await db.query('SELECT $1::int AS same_statement', [2])).rows[0]!.same_statement, 2)
+      await db.query('DROP TABLE left_t')
+    })
+  })
+})
+
+describe('COPY', () => {
+  test('rows go in with COPY FROM STDIN and come out with COPY TO STDOUT', async () => {
+    await withPGlite(async (db) => {
+      await db.query('CREATE TABLE copy_t (id int, name text)')
+      const rows = Array.from({ length: 2000 }, (_, i) => [i, `name ${i}\t"${i}"`])
+      assert.equal((await db.copyFromRows('copy_t', rows, { columns: ['id', 'name'] })).rowCount, 2000)
+      const out: unknown[][] = []
+      for await (const row of db.copyToRows('SELECT id, name FROM copy_t ORDER BY id', { rowMode: 'array' })) out.push(row as unknown as unknown[])
+      assert.deepEqual(out, rows)
+      const stream = db.copyTo('COPY (SELECT id FROM copy_t WHERE id < 3 ORDER BY id) TO STDOUT')
+      const chunks: Buffer[] = []
+      for await (const chunk of stream) chunks.push(chunk as Buffer)
+      assert.equal(Buffer.concat(chunks).toString(), '0\n1\n2\n')
+      await db.query('DROP TABLE copy_t')
+    })
+  })
+
+  test('COPY FROM STDIN inside a transaction leaves the transaction usable and is undone by its rollback', async () => {
+    await withPGlite(async (db) => {
+      await db.query('CREATE TABLE copy_tx (id int)')
+      await db.query('BEGIN')
+      assert.equal((await db.copyFromRows('copy_tx', [[1], [2]])).rowCount, 2)
+      assert.equal(db.transactionStatus, 'T')
+      assert.equal((await db.query('SELECT count(*)::int AS n FROM copy_tx')).rows[0]!.n, 2)
+      await db.query('ROLLBACK')
+      assert.equal((await db.query('SELECT count(*)::int AS n FROM copy_tx')).rows[0]!.n, 0)
+      await db.query('DROP TABLE copy_tx')
+    })
+  })
+
+  test('a COPY FROM STDIN that fails before it begins fails alone, and one through query() is refused without harm', async () => {
+    await withPGlite(async (db) => {
+      const missing = await db.simpleQuery('COPY no_such_table FROM STDIN').catch((e: unknown) => e)
+      assert.ok(missing instanceof Error, String(missing))
+      const viaQuery = await db.query('COPY (SELECT 1) TO STDOUT').then(() => 'ran', (e: unknown) => e)
+      assert.ok(viaQuery === 'ran' || viaQuery instanceof Error)
+      await db.query('CREATE TABLE copy_q (id int)')
+      const refused = await db.query('COPY copy_q FROM STDIN').catch((e: unknown) => e)
+      assert.ok(refused instanceof PgError, String(refused))
+      assert.equal(refused.code, '0A000')
+      assert.match(refused.message, /copyFrom\(\)/)
+      assert.equal((await db.query('SELECT 3 AS three')).rows[0]!.three, 3)
+      await db.query('DROP TABLE copy_q')
+    })
+  })
+})
+
+describe('cursors and streams', () => {
+  test('a cursor reads in batches and a stream row by row', async () => {
+    await withPGlite(async (db) => {
+      const sizes: number[] = []
+      let sum = 0
+      for await (const rows of db.cursor('SELECT generate_series(1, 2500) AS n', [], { batchSize: 1000 })) {
+        sizes.push(rows.length)
+        for (const r of rows) sum += r.n as number
+      }
+      assert.deepEqual(sizes, [1000, 1000, 500])
+      assert.equal(sum, (2500 * 2501) / 2)
+      let count = 0
+      for await (const row of db.stream('SELECT generate_series(1, $1::int) AS n', [3000])) count += row.n === count + 1 ? 1 : 0
+      assert.equal(count, 3000)
+    })
+  })
+})
+
+describe('LISTEN / NOTIFY', () => {
+  test('a notification sent on the session reaches its listener', async () => {
+    await withPGlite(async (db) => {
+      const got: string[] = []
+      const listener = await db.listen('pglite chan', (payload) => got.push(payload))
+      await db.notify('pglite chan', 'hello')
+      await db.query('SELECT 1')
+      assert.deepEqual(got, ['hello'])
+      await listener.unlisten()
+    })
+  })
+})
+
+describe('what PGlite cannot do', () => {
+  test('a second client while one is open is refused with the reason', async () => {
+    await withPGlite(async () => {
+      const err = await connectPGlite(pglite).catch((e: unknown) => e)
+      assert.ok(err instanceof ConnectionError, String(err))
+      assert.match(err.message, /single session/)
+    })
+  })
+
+  test('a pool of one shares the session; its queries pipeline through it', async () => {
+    const pool = createPool({ host: 'pglite', sslmode: 'disable', user: 'postgres', database: 'postgres', stream: pgliteStream(pglite), max: 1 })
+    try {
+      const all = await Promise.all(Array.from({ length: 100 }, (_, i) => pool.query('SELECT $1::int AS i', [i])))
+      all.forEach((r, i) => assert.equal(r.rows[0]!.i, i))
+    } finally {
+      await pool.end()
+    }
+  })
+
+  test('a query timeout cannot cancel inside PGlite: the cancel fails, the query still finishes', async () => {
+    await withPGlite(async (db) => {
+      const r = await db.query('SELECT pg_sleep(0.2), 1 AS one', [], { timeout: 20 }).then(
+        (ok) => ok.rows[0]!.one,
+        (e: unknown) => e,
+      )
+      // Either outcome names what happened: the result, or an error; never a hang or a lost connection.
+      assert.ok(r === 1 || r instanceof Error, String(r))
+      assert.equal((await db.query('SELECT 2 AS two')).rows[0]!.two, 2)
+    })
+  })
+
+  test('TLS and network settings are ArgumentErrors naming the cause', async () => {
+    for (const options of [{ sslmode: 'require' as const }, { sslmode: 'verify-full' as const }, { sslrootcert: 'system' }]) {
+      await assert.rejects(async () => connectPGlite(pglite, options), (e: unknown) => e instanceof ArgumentError && /PGlite runs in this process/.test(e.message))
+    }
+    for (const key of ['host', 'port', 'connectionString', 'stream']) {
+      await assert.rejects(async () => connectPGlite(pglite, { [key]: 'x' } as never), (e: unknown) => e instanceof ArgumentError && e.message.includes(key))
+    }
+    await assert.rejects(async () => connectPGlite({} as never), ArgumentError)
+  })
+
+  test('a closed PGlite fails the client with a ConnectionError, not a hang', async () => {
+    const own = await PGlite.create()
+    const db = await connectPGlite(own)
+    assert.equal((await db.query('SELECT 1 AS x')).rows[0]!.x, 1)
+    await own.close()
+    const err = await db.query('SELECT 1').catch((e: unknown) => e)
+    assert.ok(err instanceof ConnectionError, String(err))
+    await db.end()
+    await assert.rejects(connectPGlite(own), ConnectionError)
+  })
+})

@@ -1,0 +1,18 @@
+// test-tags: slow
+import { test } from 'node:test'
+import { findPgBouncer } from '../../support/servers/pgbouncer.js'
+import { deepPipelineFile, IN_FLIGHT, RUNS } from '../../support/deep-pipeline.js'
+
+// Deep pipelines through PgBouncer 1.18 (Debian's package) in transaction mode:
+// 4 clients over 2 server connections, 1,500 queries in flight per client, 50
+// runs in a row. Without the bound a pooled connection keeps on what it has in
+// flight (lane/probe.ts), PgBouncer 1.18 ends a session with 08P01 or loses
+// replies within a few dozen such runs.
+
+const required = process.env.PIPEGRES_REQUIRE_PGBOUNCER === '1'
+const skip = findPgBouncer() === undefined && !required ? 'pgbouncer is not installed (apt-get install pgbouncer)' : false
+const file = deepPipelineFile()
+
+test(`PgBouncer 1.18, transaction mode: ${IN_FLIGHT} queries in flight per client, 4 clients over 2 server connections, ${RUNS} runs, every reply and row its own`, { skip }, async () => {
+  await file.through(undefined)
+})

@@ -1,0 +1,218 @@
+// test-tags: slow, exclusive (values of 256 MiB: it needs the machine's memory and both cores)
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { freemem } from 'node:os'
+import { fileURLToPath } from 'node:url'
+import { ArgumentError, ProtocolError } from '../../../src/index.js'
+import { openClient } from '../../support/client.js'
+import { mainDatabase } from '../../support/servers/test-server.js'
+import type { ChildReport, StepReport } from '../../support/children/big-values-child.js'
+
+// Values and queries of hundreds of MiB: each heavy case runs in a child
+// process (test/support/children/big-values-child.ts) that measures its own peak
+// resident memory, step by step, above what it used before it made any value.
+// The bounds below count the caller's own copy of the value as 1: the design
+// aims at one more copy for a value sent (the message being written) and one
+// for a value received (the message it arrives in, which a big binary bytea
+// then shares), plus whatever the result is decoded into (a string).
+//
+// PIPEGRES_BIG_MIB sets the value size (default 256). The server needs far
+// more than the client for some cases (parsing a query text of N bytes takes
+// PostgreSQL about 14 N), so the size is lowered, and said so, when the
+// machine has too little free memory for it.
+
+const MiB = 1024 * 1024
+/** Free memory needed per byte of value: the query-text case's server plus client, with room to spare. */
+const MEMORY_PER_BYTE = 20
+
+function valueSize(): { size: number; note?: string } {
+  const wanted = Number(process.env.PIPEGRES_BIG_MIB ?? 256) * MiB
+  if (!(wanted >= MiB)) throw new Error(`PIPEGRES_BIG_MIB=${process.env.PIPEGRES_BIG_MIB} is not a size in MiB`)
+  const free = freemem()
+  let size = wanted
+  while (size * MEMORY_PER_BYTE > free && size > 16 * MiB) size /= 2
+  if (size === wanted) return { size }
+  return { size, note: `only ${Math.round(free / MiB)} MiB free: values of ${size / MiB} MiB instead of ${wanted / MiB} MiB` }
+}
+
+const mib = (n: number): string => `${Math.round(n / MiB)} MiB`
+
+const { size: SIZE, note: SIZE_NOTE } = valueSize()
+
+/** Under the test runner's own limit of 120 s per test, so that a slow case fails with its own message. */
+const DEFAULT_TIMEOUT_MS = 100_000
+
+const childScript = fileURLToPath(new URL('../../support/children/big-values-child.js', import.meta.url))
+
+interface ChildOutcome {
+  report: ChildReport | undefined
+  code: number | null
+  signal: NodeJS.Signals | null
+  timedOut: boolean
+  stderr: string
+}
+
+interface RunOptions {
+  /** sslmode for the child's connection; plain TCP by default so the figures are the client's own, not Node's TLS layer's. */
+  sslmode?: 'disable' | 'require'
+  /** V8 heap limit for cases whose values live outside the heap: a runaway string build then fails fast instead of taking gigabytes. */
+  heapMiB?: number
+  timeoutMs?: number
+}
+
+async function runChild(name: string, opts: RunOptions = {}): Promise<ChildOutcome> {
+  const db = await mainDatabase()
+  const env: NodeJS.ProcessEnv = { ...process.env }
+  if (db.connectionString !== undefined) env.PIPEGRES_BIG_URL = db.connectionString
+  else delete env.PIPEGRES_BIG_URL
+  // Only the managed server is known to accept both plain and TLS connections; elsewhere the configured sslmode stands.
+  if (db.source === 'managed server') env.PIPEGRES_BIG_SSLMODE = opts.sslmode ?? 'disable'
+  else delete env.PIPEGRES_BIG_SSLMODE
+  const args = ['--expose-gc', ...(opts.heapMiB ? [`--max-old-space-size=${opts.heapMiB}`] : []), childScript, name, String(SIZE)]
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s))
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (stderr = (stderr + s).slice(-4000)))
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    child.kill('SIGKILL')
+  }, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS)
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (c, s) => resolve([c, s])))
+  clearTimeout(timer)
+  const last = stdout.trim().split('\n').pop() ?? ''
+  let report: ChildReport | undefined
+  try {
+    report = JSON.parse(last) as ChildReport
+  } catch {
+    report = undefined
+  }
+  return { report, code, signal, timedOut, stderr }
+}
+
+function describeSteps(steps: readonly StepReport[]): string {
+  return steps.map((s) => `${s.name}: peak ${mib(s.peakAboveBaseline)} (${s.ratio}x) in ${s.ms} ms`).join('; ')
+}
+
+/** Runs a case and checks it: every value back unchanged, the connection usable afterwards, each step's peak within `bound` times the value size. */
+async function checkCase(t: { diagnostic(msg: string): void }, name: string, bound: number | ((step: string) => number), opts?: RunOptions): Promise<ChildReport> {
+  if (SIZE_NOTE !== undefined) t.diagnostic(SIZE_NOTE)
+  const out = await runChild(name, opts)
+  const r = out.report
+  if (r === undefined || out.code !== 0) {
+    const how = out.timedOut ? `did not finish within ${(opts?.timeoutMs ?? DEFAULT_TIMEOUT_MS) / 1000} s` : out.signal ? `was killed by ${out.signal}` : `exited with ${out.code}`
+    // A crash prints V8's reason ("JavaScript heap out of memory") above a native stack: lead with it.
+    const lines = out.stderr.trim().split('\n')
+    const fatal = lines.filter((l) => /FATAL ERROR|out of memory|Error:/i.test(l)).slice(0, 3)
+    const why = r?.error ?? [...fatal, ...lines.slice(-6)].join('\n')
+    if (r !== undefined) t.diagnostic(`${name} got as far as: ${describeSteps(r.steps)}`)
+    assert.fail(`case ${name} (${mib(SIZE)}) ${how}: ${why}`)
+  }
+  t.diagnostic(`${name} (${mib(SIZE)}${r.peakReset ? '' : ', lifetime peaks'}): ${describeSteps(r.steps)}`)
+  assert.equal(r.afterwards, 'ok')
+  for (const step of r.steps) {
+    const max = typeof bound === 'number' ? bound : bound(step.name)
+    assert.ok(step.ratio <= max, `${name}/${step.name}: peak ${mib(step.peakAboveBaseline)} is ${step.ratio} times the value, more than ${max}`)
+  }
+  return r
+}
+
+// Sent once (the Bind being written), received once (the message, which the
+// result then is), plus the caller's own value: about 2.
+test(`a bytea of ${mib(SIZE)} round-trips on a prepared statement, held once more at most while sent or received`, async (t) => {
+  await checkCase(t, 'bytea-prepared', 3, { heapMiB: 512 })
+})
+
+test(`a bytea of ${mib(SIZE)} round-trips on a statement's first execution`, async (t) => {
+  // Bound like the prepared one: the value must not go as text (hex is two characters a byte, past V8's string limit at this size).
+  await checkCase(t, 'bytea-first', 3, { heapMiB: 512, timeoutMs: 30_000 })
+})
+
+// A string result is a second copy of the message's bytes, in the JS heap.
+test(`a text of ${mib(SIZE)} in ASCII round-trips, first and prepared execution`, async (t) => {
+  await checkCase(t, 'text-ascii', 4)
+})
+
+test(`a text of ${mib(SIZE)} of mixed one- to four-byte UTF-8 round-trips`, async (t) => {
+  await checkCase(t, 'text-utf8', 4)
+})
+
+test(`a bytea of ${mib(SIZE)} stored in a table reads back in text and in binary`, async (t) => {
+  const r = await checkCase(t, 'table', (step) => (step === 'select-text' ? 5 : 3), { heapMiB: 512 })
+  assert.deepEqual(
+    r.steps.map((s) => s.name),
+    ['insert', 'select-text', 'select-binary'],
+  )
+})
+
+test(`a query text of ${mib(SIZE)} is sent in one copy and run`, async (t) => {
+  const r = await checkCase(t, 'query-text', 3)
+  const cache = r.steps.find((s) => s.name === 'cache')?.detail
+  // Kept as a prepared statement, such a text stays in the client's cache and the server's memory: reported, not failed.
+  if (cache !== undefined) t.diagnostic(`prepared statements afterwards: ${JSON.stringify(cache)}`)
+})
+
+// Many parameters grow the Bind message step by step: the copies made while
+// it grows, garbage not yet collected when the peak is taken, cost more than
+// one big value does.
+test(`256 text parameters of ${mib(SIZE / 256)} each, first and prepared execution`, async (t) => {
+  await checkCase(t, 'many-text', 5)
+})
+
+test(`256 bytea parameters of ${mib(SIZE / 256)} each on a prepared statement`, async (t) => {
+  await checkCase(t, 'many-bytea-prepared', 4, { heapMiB: 512 })
+})
+
+test(`256 bytea parameters of ${mib(SIZE / 256)} each on a statement's first execution`, async (t) => {
+  // In binary this takes a few seconds; as hex text it would take far longer and several times the memory.
+  await checkCase(t, 'many-bytea-first', 4, { heapMiB: 512, timeoutMs: 30_000 })
+})
+
+test(`a bytea of ${mib(SIZE)} round-trips over TLS too`, async (t) => {
+  const db = await mainDatabase()
+  if (db.source !== 'managed server') return t.skip('needs the managed server, which accepts TLS')
+  // Node's TLS layer holds an encrypted copy of what is queued for the socket: one more than over plain TCP.
+  await checkCase(t, 'bytea-prepared', 4, { heapMiB: 512, sslmode: 'require' })
+})
+
+test('a row over maxMessageSize fails the connection with an error naming the setting', async () => {
+  const limit = 64 * 1024
+  const small = await openClient({ maxMessageSize: limit })
+  // Up to the limit is fine.
+  const ok = await small.query<{ s: string }>('SELECT repeat($1, $2) AS s', ['x', limit - 64])
+  assert.equal(ok.rows[0]!.s.length, limit - 64)
+  const failed = await small.query('SELECT repeat($1, $2) AS s', ['x', 1_000_000]).then(
+    () => assert.fail('a row of 1 MB passed a 64 KiB limit'),
+    (e: unknown) => e,
+  )
+  assert.ok(failed instanceof ProtocolError, String(failed))
+  assert.match(failed.message, new RegExp(`DataRow of \\d+ bytes, more than the limit of ${limit} \\(maxMessageSize\\)`))
+  // The stream cannot be resynchronised past a message that was not read: that
+  // connection is closed, and the client's next query opens a new one.
+  try {
+    assert.deepEqual((await small.query('SELECT 1 AS one')).rows, [{ one: 1 }])
+  } finally {
+    await small.end()
+  }
+})
+
+test('a parameter over the 1 GiB a message can hold fails alone, before anything is sent', async () => {
+  const db = await openClient()
+  try {
+    const text = 'SELECT octet_length($1::bytea) AS n'
+    assert.deepEqual((await db.query(text, [Buffer.from([1, 2])])).rows, [{ n: 2 }])
+    // Zero-filled and never written, so the kernel gives it no memory.
+    const huge = Buffer.alloc(1024 * MiB)
+    const err = await db.query(text, [huge]).then(
+      () => assert.fail('a 1 GiB parameter was sent'),
+      (e: unknown) => e,
+    )
+    assert.ok(err instanceof ArgumentError, String(err))
+    assert.match(err.message, /more than a PostgreSQL message can hold/)
+    assert.deepEqual((await db.query(text, [Buffer.from([1, 2, 3])])).rows, [{ n: 3 }])
+  } finally {
+    await db.end()
+  }
+})

@@ -1,0 +1,42 @@
+import { after } from 'node:test'
+import { connect, type Client, type ClientOptions } from '../../src/index.js'
+import { mainDatabase } from './servers/test-server.js'
+
+/** A connected client to the main test database, with any extra settings. */
+export async function openClient(extra: ClientOptions = {}): Promise<Client> {
+  const db = await mainDatabase()
+  return connect({ ...db.options, ...extra })
+}
+
+/** A unique name for a table or other object, so test files can share a database. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`
+}
+
+export interface FileClientOptions {
+  /** Statements run once before the tests (simple protocol: several may go together), e.g. creating a table. */
+  setup?: string
+  /** Statements run after the file's last test, before the client closes, e.g. dropping that table. */
+  cleanup?: string
+  /** Extra client settings. */
+  options?: ClientOptions
+}
+
+/**
+ * The client a whole test file shares: connected when the file loads (call it
+ * with a top-level await), set up at once, cleaned up and closed after the
+ * file's last test. The clean-up is registered before the set-up runs, so
+ * whatever a half-done set-up created is still dropped.
+ */
+export async function fileClient({ setup, cleanup, options }: FileClientOptions = {}): Promise<Client> {
+  const db = await openClient(options)
+  after(async () => {
+    try {
+      if (cleanup !== undefined) await db.simpleQuery(cleanup)
+    } finally {
+      await db.end()
+    }
+  })
+  if (setup !== undefined) await db.simpleQuery(setup)
+  return db
+}
