@@ -1,4 +1,4 @@
-// test-tags: matrix
+// test-tags: matrix, slow
 // COPY through the client: copyFrom() and copyTo() streams of raw COPY data,
 // copyFromRows() and copyToRows() with values encoded and decoded here, in all
 // three formats; server errors, CopyFail on abort, backpressure in both
