@@ -1,4 +1,4 @@
-// test-tags: slow
+// test-tags: slow, exclusive (its cases stream hundreds of MiB through client and server: beside other files, on two cores, it nears the file limit)
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -24,7 +24,8 @@ import type { ChildReport, StepReport } from '../helpers/big-values-child.js'
 // size. At 256 MiB a bytea's hex text (512 Mi characters) would be past V8's
 // string limit, so that case also proves values go in binary however large;
 // the protocol's own limit (1 GiB) has its test below, without the memory.
-// At these sizes the file can run beside others.
+// Its cases stream hundreds of MiB, each at a few tens of MB/s: run beside
+// other files on two cores the file nears its time limit, so it runs alone.
 //
 // PIPEGRES_BIG_MIB sets the value size (default 64; the large case is 4 times
 // it). The server needs far more than the client for some cases (parsing a
