@@ -1,5 +1,5 @@
 // test-tags: slow
-import { after, describe, test } from 'node:test'
+import { after, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
@@ -14,17 +14,6 @@ import { mainDatabase } from '../helpers/server.js'
 // line is the output that line must print. An example that reads CLUSTER_URL
 // gets a primary with two streaming standbys, started for it. An example that
 // uses the global Temporal runs on Node 26 where this runtime lacks it.
-//
-// The examples run a few at a time: each is a process that mostly waits (for
-// Node to start, for the server), and none shares anything with another. What
-// they create is a temporary table, a name with the process id in it, or
-// (the replication example) a slot, publication and table named after the
-// README, which no other example uses.
-const AT_ONCE = 4
-// Only against a hang: what an example must do is what it prints. The PGlite
-// example alone spends tens of seconds of CPU (initdb in WebAssembly) on a
-// loaded machine, so a limit near that would fail it for the machine's load.
-const HANG_MS = 120_000
 
 let cluster: Promise<Cluster> | undefined
 after(async () => {
@@ -48,7 +37,7 @@ test('the README has runnable examples', () => {
   assert.ok(blocks.length >= 6, `found ${blocks.length} blocks`)
 })
 
-describe('README examples', { concurrency: AT_ONCE }, () => blocks.forEach((code, i) => {
+blocks.forEach((code, i) => {
   const title = code.split('\n').find((l) => l.trim() && !l.startsWith('import'))!.trim()
   test(`README example ${i + 1}: ${title.slice(0, 60)}`, async () => {
     mkdirSync(dir, { recursive: true })
@@ -68,7 +57,7 @@ describe('README examples', { concurrency: AT_ONCE }, () => blocks.forEach((code
       assert.equal(missing, undefined, `example ${i + 1} needs Node 26 for Temporal: ${missing}`)
     }
     const out = await new Promise<string>((res, rej) => {
-      execFile(node, [file], { env, timeout: HANG_MS }, (err, stdout, stderr) => {
+      execFile(node, [file], { env, timeout: 30_000 }, (err, stdout, stderr) => {
         if (err) rej(new Error(`example ${i + 1} failed: ${stderr || err.message}`))
         else res(stdout)
       })
@@ -81,4 +70,4 @@ describe('README examples', { concurrency: AT_ONCE }, () => blocks.forEach((code
       at = found + 1
     }
   })
-}))
+})
