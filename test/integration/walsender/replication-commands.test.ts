@@ -160,7 +160,8 @@ describe('replication connections', () => {
       const results = await Promise.all(Array.from({ length: 50 }, (_, i) => db.query('SELECT $1::int AS i', [i])))
       assert.equal(results[49]!.rows[0]!.i, 49)
       assert.equal((await pool.query('SELECT 2 AS two')).rows[0]!.two, 2)
-      await sleep(300)
+      // The pool's stream has made its slot and started: the insert below is in what it reads.
+      await poolSub.ready()
       await db.query(`INSERT INTO ${f.table} VALUES (1)`)
       assert.deepEqual(types(await nextTransaction(reader)), ['begin', 'insert', 'commit'])
       assert.deepEqual(types(await nextTransaction(poolReader)), ['begin', 'insert', 'commit'])
@@ -193,9 +194,15 @@ describe('raw streams', () => {
       assert.ok(first.data.length > 0 && first.serverTime instanceof Date)
       const second = await reader.next()
       assert.ok(second.walStart.equals(first.walStart.plus(first.data.length)), 'contiguous WAL')
-      await sleep(300)
-      const { rows } = await db.query<{ l: string }>('SELECT restart_lsn::text AS l FROM pg_replication_slots WHERE slot_name = $1', [slot])
-      assert.ok(Lsn.from(rows[0]!.l) >= first.walStart.plus(first.data.length), `slot at ${rows[0]!.l}`)
+      // The acknowledgement goes out with the next status message (every 50 ms): polled for, up to 10 s.
+      const handled = first.walStart.plus(first.data.length)
+      let at = ''
+      for (const deadline = performance.now() + 10_000; ; await sleep(20)) {
+        const { rows } = await db.query<{ l: string }>('SELECT restart_lsn::text AS l FROM pg_replication_slots WHERE slot_name = $1', [slot])
+        at = rows[0]!.l
+        if (Lsn.from(at) >= handled || performance.now() > deadline) break
+      }
+      assert.ok(Lsn.from(at) >= handled, `slot at ${at}`)
     } finally {
       await stream.close()
       await dropSlot(db, slot)
@@ -342,8 +349,11 @@ describe('failures, each named', () => {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
     child.stderr.on('data', (d: Buffer) => (out += d.toString()))
     const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-    const limit = sleep(30_000).then(() => 'still running' as const)
+    // Cleared once the child is gone: a pending timer would keep this file's process alive for its 30 s.
+    let timer: NodeJS.Timeout | undefined
+    const limit = new Promise<'still running'>((resolve) => (timer = setTimeout(() => resolve('still running'), 30_000)))
     const code = await Promise.race([exit, limit])
+    clearTimeout(timer)
     if (code === 'still running') child.kill('SIGKILL')
     assert.equal(code, 0, `the child process: ${out}`)
     assert.deepEqual(JSON.parse(out.trim().split('\n').pop()!), [

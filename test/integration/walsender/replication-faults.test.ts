@@ -1,3 +1,4 @@
+// test-tags: slow
 // Delivery that loses nothing: the walsender killed at random moments while a
 // writer commits numbered rows, a server restart, and a consumer slower than
 // wal_sender_timeout. Afterwards every committed row was delivered, in

@@ -1,3 +1,4 @@
+// test-tags: slow
 // Pins a subscription that stopped for good after its walsender was killed
 // while it (re)connected, and one that waited forever on a connection gone
 // silent. A kill or a reset before the first stream ran ended the

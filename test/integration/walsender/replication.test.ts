@@ -1,4 +1,4 @@
-// test-tags: matrix
+// test-tags: matrix, slow
 // Logical change streams (pgoutput) against a real server: every message
 // type, values decoded as queries decode them, unchanged TOAST values,
 // replica identities, schema changes, streamed large transactions, and the
