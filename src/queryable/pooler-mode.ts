@@ -1,4 +1,5 @@
 import { ArgumentError } from '../errors.js'
+import { quoteEnd } from './read-statement.js'
 
 // A transaction-mode pooler (PgBouncer's pool_mode=transaction) hands each
 // transaction to whichever server connection is free. What a statement leaves
@@ -124,20 +125,6 @@ function statementEnd(s: string, pos: number): number {
     else pos++
   }
   return s.length
-}
-
-/** Past a quoted string or identifier: a doubled quote stays inside, and so does a backslashed one in an E'' string. */
-function quoteEnd(s: string, pos: number, quote: string, backslashes: boolean): number {
-  pos++
-  while (pos < s.length) {
-    const c = s[pos]!
-    if (backslashes && c === '\\') pos += 2
-    else if (c === quote) {
-      if (s[pos + 1] !== quote) return pos + 1
-      pos += 2
-    } else pos++
-  }
-  return pos
 }
 
 /** Past a dollar-quoted string ($$...$$, $tag$...$tag$), or past a lone $ (a parameter such as $1). */

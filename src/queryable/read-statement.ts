@@ -81,8 +81,8 @@ export function isPlainRead(text: string): boolean {
   return first !== null
 }
 
-/** Past a quoted string or identifier: a doubled quote stays inside, and so does a backslashed one in an E'' string. */
-function quoteEnd(s: string, pos: number, quote: string, backslashes: boolean): number {
+/** Past a quoted string or identifier: a doubled quote stays inside, and so does a backslashed one in an E'' string (the pooler's statement check uses it too). */
+export function quoteEnd(s: string, pos: number, quote: string, backslashes: boolean): number {
   pos++
   while (pos < s.length) {
     const c = s[pos]!
