@@ -15,8 +15,7 @@ import { type Liveness, watchLiveness } from './liveness.js'
 import { closedError, failInflight, fatalError, notStarted, queryLost } from './closed-errors.js'
 import type { ConnectionEvents } from './connection-events.js'
 import { Startup } from './startup.js'
-import { describeHost, readFrom, socketError, type Transport } from './transport.js'
-import { unrefTimer } from './timers.js'
+import { describeHost, endSocket, readFrom, socketError, type Transport } from './transport.js'
 
 const enum State {
   Startup,
@@ -460,9 +459,7 @@ export class Connection implements MessageSink, RequestContext {
     this.flush()
     this.state = State.Closed
     this.liveness?.stop()
-    this.socket.end()
-    // A server that never closes its side must not keep end() waiting forever.
-    unrefTimer(setTimeout(() => this.socket.destroy(), 5000))
+    endSocket(this.socket)
     this.events.close?.(null, [])
   }
 

@@ -1,6 +1,7 @@
 import type { ByteStream } from '../config/byte-stream.js'
 import type { HostAddress } from '../config/types.js'
 import { ConfigError, ConnectionError, ProtocolError } from '../errors.js'
+import { unrefTimer } from './timers.js'
 
 // What every transport shares, whoever opens it: the byte stream a connection
 // runs over (a socket of node:net or node:tls, see node-socket.ts; one of
@@ -49,6 +50,12 @@ export function readFrom(t: Transport, onData: (chunk: Uint8Array, n: number) =>
   }
   reader.target = (buf, n) => (mustCopy() ? onData(Buffer.from(buf.subarray(0, n)), n) : onData(buf, n))
   for (const chunk of reader.early.splice(0)) onData(chunk, chunk.length)
+}
+
+/** Ends the sending side; a server that never closes its side must not keep the socket (and end()) waiting forever. */
+export function endSocket(socket: ByteStream): void {
+  socket.end()
+  unrefTimer(setTimeout(() => socket.destroy(), 5000))
 }
 
 export function isUnixHost(host: string): boolean {
