@@ -5,9 +5,9 @@ import { ReplicationError } from '../replication/errors.js'
 // start, tries again, how long it waits first, and what it ends with when
 // it gives up. A lost connection (the walsender terminated, the connection
 // reset or gone silent) is tried again with backoff, also while the first
-// stream starts once a connection has opened: the settings reach the server.
-// Before that every failure is the caller's to see, so that wrong settings
-// never retry forever. Whatever ends a stream is a ReplicationError naming
+// stream starts once a connection has opened (or the server itself ended one
+// while it opened): the settings reach the server. Before that every failure
+// is the caller's to see, so that wrong settings never retry forever. Whatever ends a stream is a ReplicationError naming
 // why, the caller's own doing (an abort, an option) aside.
 
 const BACKOFF_BASE_MS = 100
@@ -57,7 +57,7 @@ export class ReconnectPolicy {
       const now = performance.now()
       this.heldSince ||= now
       if (now - this.heldSince >= Math.max(HELD_RETRY_MS, this.senderTimeout + 10_000)) return null
-    } else if (!isTransient(error) || !(streamed || this.opened)) return null
+    } else if (!isTransient(error) || !(streamed || this.opened || endedByServer(error))) return null
     this.attempt++
     const delay = Math.min(this.maxDelay, BACKOFF_BASE_MS * 2 ** (this.attempt - 1)) * (0.5 + Math.random() / 2)
     return { attempt: this.attempt, delay }
@@ -90,6 +90,20 @@ function isTransient(err: Error): boolean {
     const cls = err.code.slice(0, 2)
     // 57: operator intervention (shutdown, terminated, starting up); 08: connection exception; 53: too many connections.
     return cls === '57' || cls === '08' || err.code === '53300'
+  }
+  return false
+}
+
+/**
+ * Whether the server itself ended the connection while it opened: an operator
+ * or a shutdown terminated its backend, or the server was still starting. The
+ * server was reached and took the settings this far, so, as after an open,
+ * that is no sign they are wrong (a server that goes away for good then
+ * refuses the next connection, which ends the stream).
+ */
+function endedByServer(err: Error): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    if (e instanceof PgError) return e.code === '57P01' || e.code === '57P02' || e.code === '57P03'
   }
   return false
 }
