@@ -20,8 +20,12 @@ import { unrefTimer } from './timers.js'
 //   running a query reads nothing), so a new connection to the same server
 //   shows whether the server still answers; a long query on a live server is
 //   left alone;
-// - a write the socket has not drained for tcpUserTimeout (by default the
-//   whole keepalive bound) means nothing reads at the other end.
+// - a write the socket has not drained for tcpUserTimeout means nothing reads
+//   at the other end, as the kernel's TCP_USER_TIMEOUT would say. Without the
+//   setting the bound is the keepalive bound's, and passing it only starts the
+//   check of a busy connection: a backend running a long query reads nothing
+//   either, so a pipeline deeper than the socket buffers behind a lock wait
+//   must not look like a dead server.
 // No answer within keepAliveInterval × keepAliveCount closes the connection
 // with a ConnectionError that says which check failed.
 //
@@ -44,13 +48,15 @@ export interface LivenessLimits {
   readonly window: number
   /** How long a write may stay undrained; 0: no limit. */
   readonly write: number
+  /** The write bound was set (tcpUserTimeout): passing it closes the connection, with no check first. */
+  readonly writeStrict: boolean
 }
 
 export function livenessLimits(config: ConnectionConfig): LivenessLimits {
   const idle = config.keepAlive ? config.keepAliveIdle || DEFAULT_IDLE_MS : 0
   const window = (config.keepAliveInterval || DEFAULT_INTERVAL_MS) * (config.keepAliveCount || DEFAULT_COUNT)
   const write = config.tcpUserTimeout || (idle > 0 ? idle + window : 0)
-  return { idle, window, write }
+  return { idle, window, write, writeStrict: config.tcpUserTimeout > 0 }
 }
 
 /** What the check sees of its connection (a Connection). */
@@ -91,6 +97,8 @@ export class Liveness {
   private okAt = 0
   /** When the socket last refused to take more without draining since; 0 while it drains. */
   private blockedAt = 0
+  /** When a check last found the server answering while a write stayed undrained (the default write bound). */
+  private writeOkAt = 0
 
   constructor(
     private readonly host: LivenessHost,
@@ -116,6 +124,7 @@ export class Liveness {
 
   drained(): void {
     this.blockedAt = 0
+    this.writeOkAt = 0
   }
 
   private schedule(at: number): void {
@@ -139,12 +148,12 @@ export class Liveness {
     const { idle, window, write } = this.limits
     const now = performance.now()
     let next = Infinity
-    if (write > 0) {
-      const since = this.blockedAt
-      if (since > 0 && now - since >= write) {
-        return this.lost(`a write to the server has not drained for ${Math.round(now - since)} ms (tcpUserTimeout ${write} ms): nothing reads at the other end`)
-      }
-      if (since > 0) next = since + write
+    if (write > 0 && this.blockedAt > 0) {
+      const since = Math.max(this.blockedAt, this.writeOkAt)
+      if (now - since < write) next = since + write
+      else if (this.limits.writeStrict) {
+        return this.lost(`a write to the server has not drained for ${Math.round(now - this.blockedAt)} ms (tcpUserTimeout ${write} ms): nothing reads at the other end`)
+      } else if (!this.reaching) this.reach(now, true)
     }
     if (idle > 0) {
       const heard = h.readAt
@@ -179,7 +188,7 @@ export class Liveness {
   }
 
   /** A connection with queries waiting and a silent server: does the server still take new connections? */
-  private reach(since: number): void {
+  private reach(since: number, forWrite = false): void {
     const h = this.host
     this.reaching = true
     const { window, idle } = this.limits
@@ -187,6 +196,8 @@ export class Liveness {
       () => {
         this.reaching = false
         this.okAt = performance.now()
+        // A live server that does not read (a long query): the undrained write waits another bound.
+        if (forWrite) this.writeOkAt = this.okAt
         this.tick()
       },
       (err: unknown) => {

@@ -207,6 +207,40 @@ describe('dead peers', () => {
     }
   })
 
+  test('a live server that reads nothing (a query waiting for a lock) behind an undrained write: kept without tcpUserTimeout', { timeout: 60_000 }, async () => {
+    const table = uniqueName('busy_peer')
+    await adminQuery(`CREATE TABLE ${table} (n int)`)
+    await adminQuery(`GRANT ALL ON ${table} TO ${user.user}`)
+    after(() => adminQuery(`DROP TABLE IF EXISTS ${table}`))
+    const proxy = await startFaultProxy(target)
+    // Straight to the server, whose backend stops reading: through the proxy the writes would drain into it.
+    // A check's answer may take longer than this file's 300 ms while 24 MiB are being encoded in this process.
+    const client = new Client({ ...options(proxy, { keepAliveInterval: 500, keepAliveCount: 3 }), ...target })
+    const bound = IDLE + 500 * 3
+    const holder = new Client(options(proxy))
+    try {
+      await client.query('SELECT 1')
+      const pid = client.processId
+      await holder.query('BEGIN')
+      await holder.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`)
+      // The backend waits for the lock and reads nothing; the next query's 24 MiB fill the buffers both ways.
+      const waiting = client.query<{ c: number }>(`SELECT count(*)::int AS c FROM ${table}`)
+      const behind = client.query<{ n: number }>('SELECT length($1::text) AS n', ['x'.repeat(24 * 1024 * 1024)])
+      // Several write bounds (keepAliveIdle + interval × count) pass with the write undrained.
+      await sleep(bound * 4)
+      await holder.query('COMMIT')
+      assert.equal((await within(waiting, 10_000, 'the query that waited for the lock')).rows[0]!.c, 0)
+      assert.equal((await within(behind, 10_000, 'the query behind it')).rows[0]!.n, 24 * 1024 * 1024)
+      assert.equal(client.processId, pid, 'the same connection: nothing was taken for lost')
+      await client.end()
+      await holder.end()
+    } finally {
+      client.destroy()
+      holder.destroy()
+      await proxy.close()
+    }
+  })
+
   test('a write that does not drain: ConnectionError after tcpUserTimeout; a pool sends the unwritten queries on a new connection', { timeout: 120_000 }, async (t) => {
     const table = uniqueName('dead_peer_w')
     await adminQuery(`CREATE TABLE ${table} (n int NOT NULL)`)
