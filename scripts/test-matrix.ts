@@ -73,9 +73,12 @@ function runOne(run: PlannedRun, passThrough: string[], resultsFile: string): Pr
   else env.PIPEGRES_TEST_PGBIN = postgresBinDir(run.postgres)
   if (run.sslmode) env.PIPEGRES_TEST_SSLMODE = run.sslmode
   else delete env.PIPEGRES_TEST_SSLMODE
-  const args = [join(root, 'build', 'scripts', 'run-tests.js'), ...(run.suite === 'matrix' ? ['--tag=matrix'] : []), ...run.exclude.map((x) => `--exclude=${x}`), ...passThrough]
+  const filters = [...(run.suite === 'matrix' ? ['--tag=matrix'] : []), ...run.exclude.map((x) => `--exclude=${x}`), ...passThrough]
+  // A full suite is `npm test` itself, the command the README gives (it builds, then runs run-tests.js
+  // with these arguments), so that CI runs what a user runs; the matrix subsets run the runner directly.
+  const [command, args] = run.suite === 'full' ? ['npm', ['test', '--', ...filters]] : [process.execPath, [join(root, 'build', 'scripts', 'run-tests.js'), ...filters]]
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd: root, env, stdio: 'inherit' })
+    const child = spawn(command, args, { cwd: root, env, stdio: 'inherit' })
     child.on('error', () => resolve(1))
     child.on('close', (code, signal) => resolve(code ?? (signal ? 1 : 0)))
   })
