@@ -47,7 +47,7 @@ export function addDeadline(e: Expiring, timeout: number): void {
   e.prev = list.tail
   if (list.tail === null) {
     list.head = e
-    arm(list, timeout)
+    arm(list, e.deadline)
   } else list.tail.next = e
   list.tail = e
 }
@@ -71,13 +71,17 @@ function forget(list: DeadlineList): void {
   if (lists.get(list.timeout) === list) lists.delete(list.timeout)
 }
 
-function arm(list: DeadlineList, delay: number): void {
-  list.timer = setTimeout(fire, Math.min(Math.max(delay, 1), MAX_DELAY), list)
+function arm(list: DeadlineList, deadline: number): void {
+  const delay = Math.min(Math.max(deadline - performance.now(), 1), MAX_DELAY)
+  // A closure rather than setTimeout's extra arguments, which not every runtime passes on.
+  list.timer = setTimeout(() => fire(list), delay)
 }
 
 /** Expires every watch of the list whose deadline has come, then waits for the next one. */
 function fire(list: DeadlineList): void {
   list.timer = undefined
+  // The clock decides which watches are due, not the timer: it was set for the head, and a head
+  // removed early leaves it set for a deadline before the new head's.
   const now = performance.now()
   let thrown: { err: unknown } | undefined
   // The head is read again each turn: expiring one query may settle or remove others of this list.
@@ -94,7 +98,7 @@ function fire(list: DeadlineList): void {
     }
   }
   if (list.head === null) forget(list)
-  else if (list.timer === undefined) arm(list, list.head.deadline - performance.now())
+  else if (list.timer === undefined) arm(list, list.head.deadline)
   if (thrown !== undefined) {
     const { err } = thrown
     queueMicrotask(() => {
