@@ -99,10 +99,11 @@ describe('pipegres in Cloudflare Workers (workerd)', () => {
   ] as const) {
     test(`cancellation over ${label}: a signal and a timeout each cancel pg_sleep through a second socket`, async () => {
       const r = await run('cancel', { url: url(server.superuser, { sslmode }, 'localhost') })
-      assert.equal(r.aborted.name, 'AbortError')
-      assert.equal(r.aborted.causeCode, '57014', 'the server cancelled the statement')
-      assert.equal(r.timedOut.isTimeout, true)
-      assert.equal(r.timedOut.causeCode, '57014')
+      const seen = JSON.stringify(r)
+      assert.equal(r.aborted.name, 'AbortError', seen)
+      assert.equal(r.aborted.causeCode, '57014', `the server cancelled the statement: ${seen}`)
+      assert.equal(r.timedOut.isTimeout, true, seen)
+      assert.equal(r.timedOut.causeCode, '57014', seen)
       assert.deepEqual(r.after, { ok: 1 })
       assert.ok(r.ms < 10_000, `cancelling took ${r.ms} ms`)
     })
@@ -161,8 +162,8 @@ describe('pipegres in Cloudflare Workers (workerd)', () => {
       const tls = await run('session', { url: url(users.scram, { sslmode: 'verify-full' }, 'localhost') }, old)
       assert.deepEqual(tls, { tls: true, session: { user: users.scram.user, ssl: true } })
       const cancel = await run('cancel', { url: plain }, old)
-      assert.equal(cancel.aborted.causeCode, '57014')
-      assert.equal(cancel.timedOut.causeCode, '57014')
+      assert.equal(cancel.aborted.causeCode, '57014', JSON.stringify(cancel))
+      assert.equal(cancel.timedOut.causeCode, '57014', JSON.stringify(cancel))
     } finally {
       await old.stop()
     }
