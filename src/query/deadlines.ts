@@ -37,11 +37,32 @@ const MAX_DELAY = 2 ** 31 - 1
  */
 const EARLY = 1
 
+/**
+ * The clock read once for all the queries issued in one synchronous run, as a
+ * runtime timer reads its loop's cached time: queries issued together with the
+ * same timeout get the same deadline and expire in the same pass. Read each
+ * time, a burst of them spread over more than EARLY on a busy machine, and the
+ * later ones were still pending when the first one's failed cancel closed the
+ * connection (a ConnectionError where a TimeoutError was due).
+ */
+let burstStart: number | undefined
+const endBurst = (): void => {
+  burstStart = undefined
+}
+
+function now(): number {
+  if (burstStart === undefined) {
+    burstStart = performance.now()
+    queueMicrotask(endBurst)
+  }
+  return burstStart
+}
+
 /** Puts `e` at the end of the list of its timeout (ms, positive), its deadline `timeout` from now. */
 export function addDeadline(e: Expiring, timeout: number): void {
   let list = lists.get(timeout)
   if (list === undefined) lists.set(timeout, (list = new DeadlineList(timeout)))
-  e.deadline = performance.now() + timeout
+  e.deadline = now() + timeout
   e.list = list
   e.next = null
   e.prev = list.tail
