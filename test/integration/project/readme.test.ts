@@ -25,6 +25,8 @@ const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]!)
 // Files inside the package directory, so that `import 'pipegres'` resolves to the package itself.
 const dir = join(root, 'build', 'readme-examples')
 
+const EXAMPLE_LIMIT_MS = 90_000
+
 function expectedOutputs(code: string): string[] {
   return code
     .split('\n')
@@ -56,8 +58,11 @@ blocks.forEach((code, i) => {
       assert.equal(missing, undefined, `example ${i + 1} needs Node 26 for Temporal: ${missing}`)
     }
     const out = await new Promise<string>((res, rej) => {
-      execFile(node, [file], { env, timeout: 30_000 }, (err, stdout, stderr) => {
-        if (err) rej(new Error(`example ${i + 1} failed: ${stderr || err.message}`))
+      // PGlite's start-up alone runs initdb in WebAssembly, about 8 s of CPU: on a machine
+      // loaded several times over, the PGlite example passed 30 s.
+      execFile(node, [file], { env, timeout: EXAMPLE_LIMIT_MS }, (err, stdout, stderr) => {
+        if (err?.killed === true) rej(new Error(`example ${i + 1} did not finish within ${EXAMPLE_LIMIT_MS / 1000} s: ${stderr}`))
+        else if (err) rej(new Error(`example ${i + 1} failed: ${stderr || err.message}`))
         else res(stdout)
       })
     })
