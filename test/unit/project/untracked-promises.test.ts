@@ -1,7 +1,8 @@
 // The test runner loads test/support/untracked-promises.js before every file,
 // leaving promises out of the test harness's bookkeeping. What must hold on
 // every Node the suite runs on: the harness's hook is the one changed (so the
-// CPU is saved at all), and an error that escapes a test after an await still
+// CPU is saved at all), tests stay in their suites however many resources
+// came before them, and an error that escapes a test after an await still
 // fails the file, with the error in its output.
 
 import { test } from 'node:test'
@@ -16,7 +17,7 @@ import { repoRoot } from '../../support/paths.js'
 const preload = pathToFileURL(join(repoRoot, 'build', 'test', 'support', 'untracked-promises.js')).href
 
 const FIXTURE = `
-import { test } from 'node:test'
+import { describe, test } from 'node:test'
 import { createHook } from 'node:async_hooks'
 
 let promisesSeen = 0
@@ -26,6 +27,13 @@ test('the harness was changed, other hooks were not', async () => {
   await Promise.resolve()
   console.log('untracked:', globalThis[Symbol.for('pipegres.test.untrackedPromises')] === true)
   console.log('another hook sees promises:', promisesSeen > 0)
+})
+
+// More resources than the harness is told of, between a suite's start and its tests: the suite
+// itself must stay known, or its tests would land at the top level.
+describe('a suite after many ticks', () => {
+  for (let i = 0; i < 100000; i++) process.nextTick(() => {})
+  test('declared in it', () => {})
 })
 
 test('an error escapes after an await', async () => {
@@ -53,6 +61,7 @@ test('with the preload: the harness leaves promises out, and an escaped error st
     assert.match(withPreload.out, /untracked: true/, withPreload.out)
     assert.match(withPreload.out, /another hook sees promises: true/, withPreload.out)
     assert.match(withPreload.out, /escaped-after-await/, withPreload.out)
+    assert.match(withPreload.out, /▶ a suite after many ticks\n\s+✔ declared in it/, withPreload.out)
     assert.equal(withPreload.code, 1, `the file must fail:\n${withPreload.out}`)
 
     // Without it, the same error fails the file too (pinned on the test), and nothing is changed.
