@@ -18,8 +18,8 @@
 // one running this script; tests that spawn process.execPath get it too);
 // PIPEGRES_TEST_TRACK_PROMISES=1 lets the test harness track every promise, so
 // that an error escaping a test after an await is pinned on that test rather
-// than on its file (test/support/untracked-promises.ts: about a quarter more
-// CPU); PIPEGRES_TEST_RESULTS=<file> where to write the run's counts and failures as
+// than on its file (test/support/untracked-promises.ts, for much more CPU);
+// PIPEGRES_TEST_RESULTS=<file> where to write the run's counts and failures as
 // JSON (scripts/test-matrix.ts reads them). NODE_OPTIONS=--enable-source-maps
 // makes failures' stack traces name the .ts sources, for about 9% more CPU.
 // See test/support/servers/test-server.ts for DATABASE_URL and the PG* variables.
