@@ -5,6 +5,9 @@
 //   npm test                       every test file
 //   npm test -- config unit/wire   files whose path contains "config" or "unit/wire"
 //   npm test -- --tag=matrix       files whose header says `// test-tags: matrix`
+//   npm test -- --target=pglite    only the second runs, against PGlite in process, of the
+//                                  files tagged `// test-tags: pglite` (no server is started);
+//                                  --target=server leaves those runs out
 //   npm test -- --exclude=replication
 //                                  leaves out the files whose path contains it (and says so)
 //   npm test -- --test-name-pattern=SCRAM integration
@@ -20,9 +23,11 @@
 // that an error escaping a test after an await is pinned on that test rather
 // than on its file (test/support/untracked-promises.ts, for much more CPU);
 // PIPEGRES_TEST_RESULTS=<file> where to write the run's counts and failures as
-// JSON (scripts/test-matrix.ts reads them). NODE_OPTIONS=--enable-source-maps
+// JSON (scripts/test-matrix.ts reads them); PIPEGRES_PGLITE_CACHE where the PGlite runs'
+// data directory is kept (.tmp/pglite). NODE_OPTIONS=--enable-source-maps
 // makes failures' stack traces name the .ts sources, for about 9% more CPU.
-// See test/support/servers/test-server.ts for DATABASE_URL and the PG* variables.
+// See test/support/servers/test-server.ts for DATABASE_URL and the PG* variables,
+// test/support/target.ts for the PGlite runs.
 
 import { spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
@@ -31,18 +36,29 @@ import { dirname, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { serverInfoOf, startServer, stopAll, type RunningServer } from '../test/support/servers/postgres.js'
 import { SERVER_ENV } from '../test/support/servers/test-server.js'
-import { runLanes, signalRunning, tagsOf, type FileResult, type FileTags, type TapFailure, type TestFile } from './test-lanes.js'
+import { TARGET_ENV, type TestTarget } from '../test/support/target.js'
+import { plannedRuns, runLanes, runName, signalRunning, tagsOf, TAGS, type FileResult, type FileTags, type TapFailure, type TestFile } from './test-lanes.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const buildDir = join(root, 'build')
 
 const pathFilter = (arg: string) => arg.replaceAll('\\', '/').replace(/^(\.\/)?(build\/)?/, '').replace(/\.ts$/, '.js')
 
-function parseArgs(args: string[]): { filters: string[]; excludes: string[]; nodeFlags: string[]; tag: keyof FileTags | undefined } {
+interface Args {
+  filters: string[]
+  excludes: string[]
+  nodeFlags: string[]
+  tag: keyof FileTags | undefined
+  /** Only the runs against this target; both when undefined. */
+  target: TestTarget | undefined
+}
+
+function parseArgs(args: string[]): Args {
   const filters: string[] = []
   const excludes: string[] = []
   const nodeFlags: string[] = []
   let tag: keyof FileTags | undefined
+  let target: TestTarget | undefined
   for (const arg of args) {
     if (arg.startsWith('--exclude=')) {
       const f = arg.slice('--exclude='.length)
@@ -50,13 +66,25 @@ function parseArgs(args: string[]): { filters: string[]; excludes: string[]; nod
       excludes.push(pathFilter(f))
     } else if (arg.startsWith('--tag=')) {
       const t = arg.slice('--tag='.length)
-      if (t !== 'matrix' && t !== 'slow' && t !== 'exclusive') throw new Error(`--tag takes matrix, slow or exclusive, not ${JSON.stringify(t)}`)
-      tag = t
+      if (!(TAGS as readonly string[]).includes(t)) throw new Error(`--tag takes ${TAGS.join(', ')}, not ${JSON.stringify(t)}`)
+      tag = t as keyof FileTags
+    } else if (arg.startsWith('--target=')) {
+      const t = arg.slice('--target='.length)
+      if (t !== 'server' && t !== 'pglite') throw new Error(`--target takes server or pglite, not ${JSON.stringify(t)}`)
+      target = t
     } else if (arg.startsWith('-')) nodeFlags.push(arg)
     // Accept the source path too: `test/unit/config/url.test.ts` or `build/test/unit/config/url.test.js`.
     else filters.push(pathFilter(arg))
   }
-  return { filters, excludes, nodeFlags, tag }
+  return { filters, excludes, nodeFlags, tag, target }
+}
+
+const PG_TARGET_VARIABLES = ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGSERVICE']
+
+/** A PGlite run's variables: the target, and no description of a server or database to reach by mistake. */
+const PGLITE_ENV: Record<string, string | undefined> = {
+  ...Object.fromEntries([SERVER_ENV, 'DATABASE_URL', ...PG_TARGET_VARIABLES].map((name) => [name, undefined])),
+  [TARGET_ENV]: 'pglite',
 }
 
 function walk(dir: string): string[] {
@@ -149,13 +177,19 @@ export interface RunResults {
   excluded: string[]
   counts: Record<string, number>
   ms: number
-  /** Files that failed: exit code, killed, or no summary; with their failed tests. */
+  /** Of `files`, the runs against PGlite (test/support/target.ts). */
+  pgliteRuns: number
+  /** Files that failed: exit code, killed, or no summary; with their failed tests. A PGlite run's path ends in ` (PGlite)`. */
   failed: { path: string; why: string; failures: TapFailure[] }[]
   code: number
 }
 
 async function main(): Promise<number> {
-  const { filters, excludes, nodeFlags, tag } = parseArgs(process.argv.slice(2))
+  const { filters, excludes, nodeFlags, tag, target } = parseArgs(process.argv.slice(2))
+  if (process.env[TARGET_ENV]) {
+    console.error(`${TARGET_ENV} is set by the runner for each run: use --target=${process.env[TARGET_ENV]} instead`)
+    return 1
+  }
   const node = testNode()
   if (nodeFlags.some((f) => f.startsWith('--test-reporter'))) {
     console.error('the runner prints each file\'s spec output and reads its own TAP copy: --test-reporter is not taken')
@@ -163,12 +197,18 @@ async function main(): Promise<number> {
   }
   const selected = findTests(filters).filter((f) => tag === undefined || f.tags[tag])
   const excluded = selected.filter((f) => excludes.some((x) => f.path.includes(x)))
-  const files = selected.filter((f) => !excluded.includes(f))
+  const files = plannedRuns(
+    selected.filter((f) => !excluded.includes(f)),
+    target,
+    PGLITE_ENV,
+  )
   if (excluded.length > 0) console.log(`left out (--exclude): ${excluded.map((f) => f.path).join(', ')}`)
   if (files.length === 0) {
-    console.error(filters.length || tag ? `no test file matches ${[...filters, ...(tag ? [`tag ${tag}`] : [])].join(', ')}` : 'no compiled test files in build/test: run `npm run build:all` first')
+    const criteria = [...filters, ...(tag ? [`tag ${tag}`] : []), ...(target === 'pglite' ? ['tag pglite (--target=pglite)'] : [])]
+    console.error(criteria.length ? `no test file matches ${criteria.join(', ')}` : 'no compiled test files in build/test: run `npm run build:all` first')
     return 1
   }
+  const pgliteRuns = files.filter((f) => f.target === 'pglite').length
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
 
@@ -177,9 +217,9 @@ async function main(): Promise<number> {
   // frames name build/**/*.js, laid out as the sources; NODE_OPTIONS=--enable-source-maps maps them.
   const env: NodeJS.ProcessEnv = { ...process.env }
 
-  // Unit tests need no server; faults tests may put a proxy in front of one.
-  const needsServer = files.some((file) => !file.path.startsWith('test/unit/'))
-  const sharedDatabase = Boolean(process.env.DATABASE_URL) || ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGSERVICE'].some((v) => process.env[v])
+  // Unit tests and PGlite runs need no server; faults tests may put a proxy in front of one.
+  const needsServer = files.some((file) => file.target !== 'pglite' && !file.path.startsWith('test/unit/'))
+  const sharedDatabase = needsServer && (Boolean(process.env.DATABASE_URL) || PG_TARGET_VARIABLES.some((v) => process.env[v]))
   const lanes = Math.min(laneCount(sharedDatabase), files.length)
   const limit = fileLimitMs()
   // Each test's limit: a little under the file's, so that a test that hangs is named, and the file's
@@ -195,6 +235,9 @@ async function main(): Promise<number> {
   const started = Date.now()
   let resultsDir: string | undefined
   try {
+    // The PGlite runs' data directory, made once per PGlite version while the servers start (test/support/servers/pglite-datadir.ts).
+    const pgliteReady = pgliteRuns > 0 ? import('../test/support/servers/pglite-datadir.js').then((m) => m.ensureDataDirTarball()) : undefined
+    pgliteReady?.catch(() => {})
     if (needsServer) {
       try {
         servers.push(...(await Promise.all(Array.from({ length: lanes }, (_, i) => startServer({ binDir, name: `lane${i + 1}` })))))
@@ -205,9 +248,18 @@ async function main(): Promise<number> {
       for (const server of servers) console.log(describe(server, binDir))
       if (sharedDatabase) console.log('general tests use DATABASE_URL or PG*; auth and TLS tests use the managed server')
     }
+    if (pgliteReady) {
+      try {
+        console.log(`PGlite runs start from ${relative(process.cwd(), await pgliteReady) || '.'}`)
+      } catch (err) {
+        console.error(`could not make PGlite's data directory: ${(err as Error).message}`)
+        return 1
+      }
+    }
     for (let i = 0; i < lanes; i++) laneEnv.push(servers[i] ? { ...env, [SERVER_ENV]: JSON.stringify(serverInfoOf(servers[i]!)) } : env)
-    const label = `Node ${node.version}, ${servers[0] ? versionLabel(servers[0]) : 'no server'}`
-    console.log(`${label}: ${files.length} test files in ${lanes} lane${lanes === 1 ? '' : 's'}, ${seconds(limit)} at most each`)
+    const label = `Node ${node.version}, ${servers[0] ? versionLabel(servers[0]) : pgliteRuns > 0 ? 'PGlite' : 'no server'}`
+    const onPGlite = pgliteRuns === 0 ? '' : pgliteRuns === files.length ? ', all against PGlite' : `, ${pgliteRuns} of them against PGlite`
+    console.log(`${label}: ${files.length} test files${onPGlite} in ${lanes} lane${lanes === 1 ? '' : 's'}, ${seconds(limit)} at most each`)
 
     // Per process: runs for two server versions may go on side by side.
     resultsDir = mkdtempSync(join(tmpdir(), 'pipegres-results-'))
@@ -220,7 +272,7 @@ async function main(): Promise<number> {
       resultsDir,
       onFile: (r, output) => {
         const state = r.code === undefined ? 'KILLED at its time limit' : r.code === 0 ? 'ok' : `FAILED (exit ${r.code})`
-        console.log(`\n── ${r.file.path}: ${state}, ${seconds(r.ms)}${lanes > 1 ? `, lane ${r.lane + 1}` : ''}`)
+        console.log(`\n── ${runName(r.file)}: ${state}, ${seconds(r.ms)}${lanes > 1 ? `, lane ${r.lane + 1}` : ''}`)
         process.stdout.write(output)
       },
     })
@@ -236,7 +288,8 @@ async function main(): Promise<number> {
         excluded: excluded.map((f) => f.path),
         counts: totals(results),
         ms,
-        failed: results.filter((r) => r.code !== 0 || !r.counts).map((r) => ({ path: r.file.path, why: whyFailed(r), failures: r.failures })),
+        pgliteRuns,
+        failed: results.filter((r) => r.code !== 0 || !r.counts).map((r) => ({ path: runName(r.file), why: whyFailed(r), failures: r.failures })),
         code,
       }
       writeFileSync(resultsFile, JSON.stringify(out, null, 2) + '\n')
@@ -264,10 +317,15 @@ const whyFailed = (r: FileResult) => (r.code === undefined ? 'killed at its time
 function report(results: FileResult[], label: string, ms: number, servers: RunningServer[]): number {
   const sums = totals(results)
   const failed = results.filter((r) => r.code !== 0 || !r.counts)
-  const failedLines = failed.flatMap((r) => [`${r.file.path} (${whyFailed(r)})`, ...r.failures.map((f) => `  ${f.test}: ${f.error}`)])
+  const failedLines = failed.flatMap((r) => [`${runName(r.file)} (${whyFailed(r)})`, ...r.failures.map((f) => `  ${f.test}: ${f.error}`)])
   const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 20)
   console.log(`\n${label}: the slowest files`)
-  for (const r of slowest) console.log(`  ${seconds(r.ms).padStart(8)}  ${r.file.path}`)
+  for (const r of slowest) console.log(`  ${seconds(r.ms).padStart(8)}  ${runName(r.file)}`)
+  const onPGlite = results.filter((r) => r.file.target === 'pglite')
+  if (onPGlite.length > 0 && onPGlite.length < results.length) {
+    const pgliteSums = totals(onPGlite)
+    console.log(`${label}: of these, against PGlite: ${['tests', 'pass', 'fail', 'skipped'].map((k) => `${pgliteSums[k] ?? 0} ${k}`).join(', ')}, ${onPGlite.length} files, ${seconds(onPGlite.reduce((n, r) => n + r.ms, 0))} of lane time`)
+  }
   const summary = ['tests', 'pass', 'fail', 'cancelled', 'skipped', 'todo'].map((k) => `${sums[k] ?? 0} ${k}`).join(', ')
   console.log(`${label}: ${summary}, ${results.length} files in ${seconds(ms)}`)
   let code = 0

@@ -21,7 +21,11 @@ export interface FileTags {
   exclusive: boolean
   /** Part of the short suite run on every runtime and server version. */
   matrix: boolean
+  /** Runs a second time against PGlite in process (test/support/target.ts), with no server. */
+  pglite: boolean
 }
+
+export const TAGS = ['slow', 'exclusive', 'matrix', 'pglite'] as const
 
 /** Reads the tags from the first comment lines of a test's TypeScript source. */
 export function tagsOf(source: string): FileTags {
@@ -31,8 +35,8 @@ export function tagsOf(source: string): FileTags {
     // A reason may follow in parentheses.
     if (m) for (const t of m[1]!.replace(/\(.*$/, '').split(/[\s,]+/)) if (t) tags.add(t)
   }
-  for (const t of tags) if (t !== 'slow' && t !== 'exclusive' && t !== 'matrix') throw new Error(`unknown test tag '${t}' (slow, exclusive, matrix)`)
-  return { slow: tags.has('slow'), exclusive: tags.has('exclusive'), matrix: tags.has('matrix') }
+  for (const t of tags) if (!(TAGS as readonly string[]).includes(t)) throw new Error(`unknown test tag '${t}' (${TAGS.join(', ')})`)
+  return { slow: tags.has('slow'), exclusive: tags.has('exclusive'), matrix: tags.has('matrix'), pglite: tags.has('pglite') }
 }
 
 export interface TestFile {
@@ -41,6 +45,34 @@ export interface TestFile {
   tags: FileTags
   /** Size of the source, the order's tie-breaker: longer files tend to run longer. */
   size: number
+  /** 'pglite' for the run against PGlite of a file tagged so; the server otherwise. */
+  target?: 'pglite'
+  /** Variables this run sets (a value) or removes (undefined) in its lane's environment. */
+  env?: Record<string, string | undefined>
+}
+
+/** How a run is named in the report: the path, and which target when it is not the server. */
+export const runName = (file: TestFile) => (file.target === 'pglite' ? `${file.path} (PGlite)` : file.path)
+
+/**
+ * The runs of the selected files: each against the server, and the files tagged
+ * pglite once more against PGlite, with `pgliteEnv` applied to their lane's
+ * environment; `only` keeps the runs of one target.
+ */
+export function plannedRuns(files: TestFile[], only: 'server' | 'pglite' | undefined, pgliteEnv: Record<string, string | undefined>): TestFile[] {
+  const onServer = only === 'pglite' ? [] : files
+  const onPGlite = only === 'server' ? [] : files.filter((f) => f.tags.pglite).map((f): TestFile => ({ ...f, target: 'pglite', env: pgliteEnv }))
+  return [...onServer, ...onPGlite]
+}
+
+/** A run's environment: its lane's, with the run's own variables set or removed. */
+export function runEnv(laneEnv: NodeJS.ProcessEnv, file: TestFile): NodeJS.ProcessEnv {
+  const env = { ...laneEnv }
+  for (const [name, value] of Object.entries(file.env ?? {})) {
+    if (value === undefined) delete env[name]
+    else env[name] = value
+  }
+  return env
 }
 
 export interface FileResult {
@@ -96,7 +128,7 @@ export async function runLanes(files: TestFile[], run: LaneRun): Promise<FileRes
 }
 
 function runFile(file: TestFile, lane: number, run: LaneRun): Promise<FileResult> {
-  const tapFile = join(run.resultsDir, file.path.replace(/\.js$/, '.tap'))
+  const tapFile = join(run.resultsDir, file.path.replace(/\.js$/, file.target === 'pglite' ? '.pglite.tap' : '.tap'))
   mkdirSync(dirname(tapFile), { recursive: true })
   const args = [
     ...run.nodeFlags,
@@ -109,7 +141,7 @@ function runFile(file: TestFile, lane: number, run: LaneRun): Promise<FileResult
   const started = Date.now()
   return new Promise((resolve) => {
     // Its own process group, so that a file past its limit is ended with everything it started.
-    const child = spawn(run.nodeBinary ?? process.execPath, args, { cwd: run.root, env: run.laneEnv[lane], stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const child = spawn(run.nodeBinary ?? process.execPath, args, { cwd: run.root, env: runEnv(run.laneEnv[lane]!, file), stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     const out: Buffer[] = []
     child.stdout.on('data', (b: Buffer) => out.push(b))
     child.stderr.on('data', (b: Buffer) => out.push(b))
@@ -130,7 +162,7 @@ function runFile(file: TestFile, lane: number, run: LaneRun): Promise<FileResult
       clearTimeout(limit)
       activeGroups.delete(signalGroup)
       let output = Buffer.concat(out).toString('utf8')
-      if (killedAt !== undefined) output += `\n${file.path} did not finish within ${run.fileLimitMs / 1000} s: killed (PIPEGRES_TEST_FILE_TIMEOUT sets the limit in seconds)\n`
+      if (killedAt !== undefined) output += `\n${runName(file)} did not finish within ${run.fileLimitMs / 1000} s: killed (PIPEGRES_TEST_FILE_TIMEOUT sets the limit in seconds)\n`
       const result: FileResult = { file, lane, ms: Date.now() - started, code: killedAt === undefined ? code : undefined, counts: tapSummary(tapFile), failures: tapFailures(tapFile) }
       run.onFile(result, output)
       resolve(result)

@@ -1,9 +1,12 @@
 import { after } from 'node:test'
 import { connect, type Client, type ClientOptions } from '../../src/index.js'
+import { holdPGlite, pgliteClient } from './servers/pglite-target.js'
 import { mainDatabase } from './servers/test-server.js'
+import { onPGlite } from './target.js'
 
-/** A connected client to the main test database, with any extra settings. */
+/** A connected client to the main test database, with any extra settings; on PGlite, a connectPGlite() client. */
 export async function openClient(extra: ClientOptions = {}): Promise<Client> {
+  if (onPGlite) return pgliteClient(extra)
   const db = await mainDatabase()
   return connect({ ...db.options, ...extra })
 }
@@ -29,12 +32,24 @@ export interface FileClientOptions {
  * whatever a half-done set-up created is still dropped.
  */
 export async function fileClient({ setup, cleanup, options }: FileClientOptions = {}): Promise<Client> {
-  const db = await openClient(options)
+  // On PGlite the instance must outlive this client's clean-up.
+  const release = onPGlite ? holdPGlite() : undefined
+  let db: Client
+  try {
+    db = await openClient(options)
+  } catch (err) {
+    await release?.()
+    throw err
+  }
   after(async () => {
     try {
       if (cleanup !== undefined) await db.simpleQuery(cleanup)
     } finally {
-      await db.end()
+      try {
+        await db.end()
+      } finally {
+        await release?.()
+      }
     }
   })
   if (setup !== undefined) await db.simpleQuery(setup)

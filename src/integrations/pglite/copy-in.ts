@@ -94,6 +94,18 @@ export function probeMessages(query: Uint8Array, inTransaction: boolean): Uint8A
   return [queryMessage(`SAVEPOINT ${SAVEPOINT}`), ...probe, queryMessage(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}; RELEASE SAVEPOINT ${SAVEPOINT}`)]
 }
 
+/**
+ * A COPY and all its data, for one call. A CopyFail goes last: one Query may
+ * hold a second COPY FROM STDIN, which would wait for data that no later call
+ * can bring (the client learns of it only from this call's answer); the
+ * CopyFail fails it, and the query with it, as the client would once it saw
+ * the second CopyInResponse. When there is no second COPY, the server ignores
+ * the CopyFail, as it ignores copy messages outside COPY.
+ */
+export function copyCall(copyAndData: Uint8Array[]): Uint8Array[] {
+  return [...copyAndData, copyFail('pipegres: a second COPY FROM STDIN in one query cannot get its data on PGlite')]
+}
+
 /** The CopyInResponse message in `reply`, or undefined when the COPY failed before it (then it has no effect to undo). */
 export function findCopyInResponse(reply: Uint8Array): Uint8Array | undefined {
   const view = new DataView(reply.buffer, reply.byteOffset, reply.byteLength)

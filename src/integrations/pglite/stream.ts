@@ -1,6 +1,6 @@
 import { ConnectionError } from '../../index.js'
 import type { ByteStream } from '../../index.js'
-import { endsCopyIn, findCopyInResponse, isCopyData, isCopyFromStdin, isParseOfCopyFromStdin, probeMessages, queryMessage, refusal, withoutCopyInResponse } from './copy-in.js'
+import { copyCall, endsCopyIn, findCopyInResponse, isCopyData, isCopyFromStdin, isParseOfCopyFromStdin, probeMessages, queryMessage, refusal, withoutCopyInResponse } from './copy-in.js'
 
 /** What pipegres needs of a PGlite instance (`@electric-sql/pglite` 0.3 and later). */
 export interface PGliteLike {
@@ -16,6 +16,8 @@ type Listener = (...args: any[]) => void
 interface Segment {
   kind: 'plain' | 'probe' | 'copy' | 'refuse'
   parts: Uint8Array[]
+  /** Whether a ReadyForQuery answers it: it ends with a Sync or Query (or is the startup packet), not with a Flush. */
+  ready: boolean
 }
 
 // Messages the client may write that PGlite must not see: Terminate ('X')
@@ -27,20 +29,22 @@ const READY_FOR_QUERY = 0x5a
 
 /**
  * A segment ends with at most one Sync or Query, so its answer holds at most
- * one ReadyForQuery. PGlite (0.4) sends one more right after an ErrorResponse
- * in the extended protocol, before the one for the Sync; the client would
- * rightly take a reply nobody asked for as a broken server, so only the last
- * is kept.
+ * one ReadyForQuery, and none when no Sync ends it (a cursor's Execute and
+ * Flush). PGlite (0.4) sends one more right after an ErrorResponse in the
+ * extended protocol, before the one for the Sync if there is one; the client
+ * would rightly take a reply nobody asked for as a broken server, so only the
+ * last is kept, and only when the segment asked for one.
  */
-function lastReadyOnly(reply: Uint8Array, status: (byte: number) => void): Uint8Array {
+function readyAsAsked(reply: Uint8Array, asked: boolean, status: (byte: number) => void): Uint8Array {
   const view = new DataView(reply.buffer, reply.byteOffset, reply.byteLength)
   const ready: number[] = []
   for (let at = 0; at + 5 <= reply.length; at += 1 + view.getInt32(at + 1)) if (reply[at] === READY_FOR_QUERY) ready.push(at)
-  if (ready.length > 0) status(reply[ready[ready.length - 1]! + 5]!)
-  if (ready.length <= 1) return reply
+  if (asked && ready.length > 0) status(reply[ready[ready.length - 1]! + 5]!)
+  const dropped = asked ? ready.slice(0, -1) : ready
+  if (dropped.length === 0) return reply
   const parts: Uint8Array[] = []
   let from = 0
-  for (const at of ready.slice(0, -1)) {
+  for (const at of dropped) {
     parts.push(reply.subarray(from, at))
     from = at + 6
   }
@@ -118,7 +122,7 @@ export class PGliteStream implements ByteStream {
     if (this.copyIn !== null) {
       this.copyIn.push(message)
       if (endsCopyIn(type)) {
-        this.segments.push({ kind: 'copy', parts: this.copyIn })
+        this.segments.push({ kind: 'copy', parts: this.copyIn, ready: true })
         this.copyIn = null
       }
       return
@@ -127,7 +131,7 @@ export class PGliteStream implements ByteStream {
     if (!this.started || type === SYNC || type === QUERY) {
       this.started = true
       const copy = type === QUERY && isCopyFromStdin(message)
-      this.segments.push({ kind: copy ? 'probe' : this.open.some(isParseOfCopyFromStdin) ? 'refuse' : 'plain', parts: this.open })
+      this.segments.push({ kind: copy ? 'probe' : this.open.some(isParseOfCopyFromStdin) ? 'refuse' : 'plain', parts: this.open, ready: true })
       this.open = []
       // The client may send its data without waiting for CopyInResponse: gather it from here on.
       if (copy) this.copyIn = [message]
@@ -137,7 +141,7 @@ export class PGliteStream implements ByteStream {
   /** Messages that no Sync follows yet (a Flush-driven exchange) go now too: the server answers them without one. */
   private closeOpenSegment(): void {
     if (this.open.length === 0) return
-    this.segments.push({ kind: 'plain', parts: this.open })
+    this.segments.push({ kind: 'plain', parts: this.open, ready: false })
     this.open = []
   }
 
@@ -187,12 +191,12 @@ export class PGliteStream implements ByteStream {
           reply = await this.exchange(concat(segment.parts), syncToFs)
         } else if (segment.kind === 'copy') {
           if (this.copyRefused) continue
-          reply = withoutCopyInResponse(await this.exchange(concat(segment.parts), syncToFs))
+          reply = withoutCopyInResponse(await this.exchange(concat(copyCall(segment.parts)), syncToFs))
         } else if (segment.kind === 'refuse') {
           reply = refusal('COPY FROM STDIN cannot run through the extended protocol on PGlite (its data must reach PGlite in the same call); use copyFrom() or copyFromRows()', this.status)
         } else reply = await this.exchange(concat(segment.parts), syncToFs)
         if (this.closed) return
-        const data = lastReadyOnly(reply, (byte) => (this.status = byte))
+        const data = readyAsAsked(reply, segment.ready, (byte) => (this.status = byte))
         if (data.length > 0) this.emitData(data)
       }
       this.running = false

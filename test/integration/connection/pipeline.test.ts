@@ -1,10 +1,11 @@
-// test-tags: slow
+// test-tags: slow, pglite
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import * as net from 'node:net'
 import { Client, ConnectionError, PgError } from '../../../src/index.js'
 import { fileClient, openClient } from '../../support/client.js'
 import { mainDatabase } from '../../support/servers/test-server.js'
+import { NOT_ON_PGLITE, serverOnly } from '../../support/target.js'
 
 const db = await fileClient()
 
@@ -48,7 +49,7 @@ test('a statement that fails to parse fails every query bound to it, with the pa
   await assert.rejects(db.query(text, [5]), (e: unknown) => e instanceof PgError && e.code === '42P01')
 })
 
-test('queries issued in one tick go out in one socket write', async () => {
+test('queries issued in one tick go out in one socket write', serverOnly(NOT_ON_PGLITE.socket), async () => {
   const c = await openClient({ sslmode: 'disable' })
   try {
     await c.query('SELECT $1::int AS n', [0])
@@ -74,7 +75,7 @@ test('queries issued in one tick go out in one socket write', async () => {
   }
 })
 
-test('queries issued before the connection is ready are sent once it is', async () => {
+test('queries issued before the connection is ready are sent once it is', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
   const { options } = await mainDatabase()
   const c = new Client(options)
   try {
@@ -88,7 +89,7 @@ test('queries issued before the connection is ready are sent once it is', async 
   }
 })
 
-test('end() while still connecting runs the queries already issued, then closes', async () => {
+test('end() while still connecting runs the queries already issued, then closes', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
   const { options } = await mainDatabase()
   const c = new Client(options)
   const q = c.query('SELECT 42 AS n')
@@ -108,7 +109,7 @@ test('end() on a client that never connected', async () => {
   await assert.rejects(c.query('SELECT 1'), (e: unknown) => e instanceof ConnectionError && e.code === 'PG_CONNECTION_ENDED')
 })
 
-test('end() lets every issued query finish, then later queries are rejected', async () => {
+test('end() lets every issued query finish, then later queries are rejected', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
   const c = await openClient()
   const ps = []
   for (let i = 0; i < 500; i++) ps.push(c.query('SELECT $1::int AS n', [i]))
@@ -121,7 +122,7 @@ test('end() lets every issued query finish, then later queries are rejected', as
   await c.end()
 })
 
-test('transaction status follows ReadyForQuery', async () => {
+test('transaction status follows ReadyForQuery', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
   const c = await openClient()
   try {
     assert.equal(c.transactionStatus, 'I')
@@ -137,7 +138,7 @@ test('transaction status follows ReadyForQuery', async () => {
   }
 })
 
-test('a million queries issued at once wait as small objects while the socket is backed up', { timeout: 120_000 }, async () => {
+test('a million queries issued at once wait as small objects while the socket is backed up', { timeout: 120_000, ...serverOnly(NOT_ON_PGLITE.secondSession) }, async () => {
   const c = await openClient({ sslmode: 'disable' })
   try {
     await c.query('SELECT $1::int AS n', [0])

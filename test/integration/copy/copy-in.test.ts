@@ -1,4 +1,4 @@
-// test-tags: matrix
+// test-tags: matrix, pglite
 // COPY into the server through the client: copyFrom() streams of raw COPY
 // data and copyFromRows() with values encoded here, in all three formats;
 // server errors, CopyFail on abort, backpressure, the pipeline around a COPY,
@@ -13,6 +13,7 @@ import { AbortError, ArgumentError, CopyRowError, PgError, TimeoutError, createP
 import { fileClient, openClient, uniqueName } from '../../support/client.js'
 import { copyTables, textRows } from '../../support/copy-tables.js'
 import { mainDatabase } from '../../support/servers/test-server.js'
+import { NOT_ON_PGLITE, serverOnly } from '../../support/target.js'
 
 const db = await fileClient()
 const { table, count } = copyTables(db)
@@ -84,7 +85,7 @@ describe('copyFrom(): raw COPY data', () => {
     assert.equal(await count(t), 1)
   })
 
-  test('a server error while the writer is still writing destroys the stream at once', async () => {
+  test('a server error while the writer is still writing destroys the stream at once', serverOnly(NOT_ON_PGLITE.copyInAtEnd), async () => {
     const t = await table()
     const s = db.copyFrom(`COPY ${t} FROM STDIN`)
     s.write('1\tx\tnope\n')
@@ -132,7 +133,7 @@ describe('copyFrom(): raw COPY data', () => {
     assert.deepEqual((await db.query('SELECT 4 AS n')).rows, [{ n: 4 }])
   })
 
-  test('queries issued while a COPY is open wait for its end; a slow socket holds the writer back', async () => {
+  test('queries issued while a COPY is open wait for its end; a slow socket holds the writer back', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
     const t = await table()
     const c = await openClient()
     try {
@@ -168,7 +169,7 @@ describe('copyFrom(): raw COPY data', () => {
     }
   })
 
-  test('on a pool, a COPY has a connection of its own: other queries go on meanwhile', async () => {
+  test('on a pool, a COPY has a connection of its own: other queries go on meanwhile', serverOnly(NOT_ON_PGLITE.pool), async () => {
     const t = await table()
     const pool = createPool({ ...(await mainDatabase()).options, max: 2 })
     try {

@@ -1,4 +1,4 @@
-// test-tags: matrix
+// test-tags: matrix, pglite
 // COPY out of the server through the client: copyTo() streams of raw COPY
 // data and copyToRows() with values decoded here, in all three formats;
 // server errors, backpressure, and a connection lost in the middle of a COPY
@@ -13,6 +13,7 @@ import { fileClient, openClient, uniqueName } from '../../support/client.js'
 import { copyTables, textRows } from '../../support/copy-tables.js'
 import { RetainedPeak } from '../../support/memory.js'
 import { adminQuery } from '../../support/servers/test-server.js'
+import { NOT_ON_PGLITE, serverOnly } from '../../support/target.js'
 
 const db = await fileClient()
 const { table, count } = copyTables(db)
@@ -56,7 +57,7 @@ describe('copyTo(): raw COPY data', () => {
     assert.ok(Buffer.concat(b).subarray(0, 11).equals(Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')))
   })
 
-  test('a slow consumer makes the server wait; every byte arrives and memory stays flat', async () => {
+  test('a slow consumer makes the server wait; every byte arrives and memory stays flat', serverOnly(NOT_ON_PGLITE.admin), async () => {
     const c = await openClient()
     try {
       const s = c.copyTo(`COPY (SELECT g, repeat('x', 200) FROM generate_series(1, 400000) g) TO STDOUT`)
@@ -94,7 +95,7 @@ describe('copyTo(): raw COPY data', () => {
     }
   })
 
-  test('destroying the stream early cancels the COPY; the connection stays usable', async () => {
+  test('destroying the stream early cancels the COPY; the connection stays usable', serverOnly(NOT_ON_PGLITE.cancel), async () => {
     const c = await openClient()
     try {
       const s = c.copyTo(`COPY (SELECT generate_series(1, 100000000) AS g) TO STDOUT`)
@@ -106,7 +107,7 @@ describe('copyTo(): raw COPY data', () => {
     }
   })
 
-  test('an error mid-COPY fails the stream with the server error; a statement that is not a COPY TO is an ArgumentError', async () => {
+  test('an error mid-COPY fails the stream with the server error; a statement that is not a COPY TO is an ArgumentError', serverOnly(NOT_ON_PGLITE.wholeReplies), async () => {
     const s = db.copyTo(`COPY (SELECT 10 / (50000 - g) FROM generate_series(1, 100000) g) TO STDOUT`)
     let got = 0
     await assert.rejects(
@@ -154,7 +155,7 @@ describe('copyToRows(): COPY data decoded here', () => {
     assert.deepEqual(arrays, [[1, 2]])
   })
 
-  test('an enum met for the first time, an early exit that cancels, and errors', async () => {
+  test('an enum met for the first time, an early exit that cancels, and errors', serverOnly(NOT_ON_PGLITE.cancel), async () => {
     const mood = uniqueName('mood')
     await db.query(`CREATE TYPE ${mood} AS ENUM ('sad', 'happy')`)
     const c = await openClient()
@@ -183,7 +184,7 @@ describe('copyToRows(): COPY data decoded here', () => {
     }
   })
 
-  test('a slow consumer makes the server wait', async () => {
+  test('a slow consumer makes the server wait', serverOnly(NOT_ON_PGLITE.admin), async () => {
     const c = await openClient()
     try {
       const it = c.copyToRows<{ g: number }>(`SELECT g, repeat('y', 500) AS pad FROM generate_series(1, 300000) g`, { highWaterMark: 100 })[Symbol.asyncIterator]()
@@ -203,7 +204,7 @@ describe('copyToRows(): COPY data decoded here', () => {
 })
 
 describe('a connection lost mid-COPY', () => {
-  test('copyFrom(): the stream fails with a ConnectionError, nothing hangs', async () => {
+  test('copyFrom(): the stream fails with a ConnectionError, nothing hangs', serverOnly(NOT_ON_PGLITE.admin), async () => {
     const t = await table()
     const c = await openClient()
     try {
@@ -226,7 +227,7 @@ describe('a connection lost mid-COPY', () => {
     assert.equal(await count(t), 0)
   })
 
-  test('copyFromRows() blocked by a server that stopped reading: the call rejects, it does not wait forever', async () => {
+  test('copyFromRows() blocked by a server that stopped reading: the call rejects, it does not wait forever', serverOnly(NOT_ON_PGLITE.admin), async () => {
     const t = await table()
     const c = await openClient()
     const locker = await openClient()
@@ -263,7 +264,7 @@ describe('a connection lost mid-COPY', () => {
     assert.equal(await count(t), 0)
   })
 
-  test('copyTo() and copyToRows(): the iteration rejects with a ConnectionError', async () => {
+  test('copyTo() and copyToRows(): the iteration rejects with a ConnectionError', serverOnly(NOT_ON_PGLITE.admin), async () => {
     for (const rows of [false, true]) {
       const c = await openClient()
       try {

@@ -1,8 +1,10 @@
+// test-tags: pglite
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConnectionError, PgError, type PgNotice } from '../../../src/index.js'
 import { fileClient, openClient, uniqueName } from '../../support/client.js'
 import { adminQuery } from '../../support/servers/test-server.js'
+import { NOT_ON_PGLITE, serverOnly } from '../../support/target.js'
 
 const db = await fileClient()
 
@@ -70,7 +72,7 @@ test('an error at commit of the implicit transaction, after CommandComplete, fai
   }
 })
 
-test('notices reach the notice event and the onNotice option, in order with queries', async () => {
+test('notices reach the notice event and the onNotice option, in order with queries', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
   const seen: string[] = []
   const c = await openClient({ onNotice: (n: PgNotice) => seen.push(`opt:${n.message}`) })
   try {
@@ -83,7 +85,7 @@ test('notices reach the notice event and the onNotice option, in order with quer
   }
 })
 
-test('a throwing notice listener does not break the connection', async () => {
+test('a throwing notice listener does not break the connection', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
   const c = await openClient()
   const thrown: unknown[] = []
   const onUncaught = (e: unknown) => thrown.push(e)
@@ -106,7 +108,7 @@ test('a throwing notice listener does not break the connection', async () => {
   }
 })
 
-test('ParameterStatus keeps serverParameters current', async () => {
+test('ParameterStatus keeps serverParameters current', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
   const c = await openClient()
   try {
     assert.equal(c.serverParameters.client_encoding, 'UTF8')
@@ -125,7 +127,7 @@ test('processId is the backend pid', async () => {
   assert.deepEqual((await db.query('SELECT pg_backend_pid() AS pid')).rows, [{ pid: db.processId }])
 })
 
-test('a backend terminated with queries in flight: the one it was running rejects with a connection error, those behind it run on a new connection', async () => {
+test('a backend terminated with queries in flight: the one it was running rejects with a connection error, those behind it run on a new connection', serverOnly(NOT_ON_PGLITE.admin), async () => {
   const c = await openClient()
   let closeErr: Error | null | undefined
   c.on('disconnect', (e) => (closeErr = e))
@@ -154,7 +156,7 @@ test('a backend terminated with queries in flight: the one it was running reject
   await assert.rejects(c.query('SELECT 1'), (e: unknown) => e instanceof ConnectionError && e.code === 'PG_CONNECTION_ENDED')
 })
 
-test('a backend terminated while idle does not throw anywhere; the next query runs on a new connection', async () => {
+test('a backend terminated while idle does not throw anywhere; the next query runs on a new connection', serverOnly(NOT_ON_PGLITE.admin), async () => {
   const c = await openClient()
   const pid = c.processId
   const lost = new Promise<Error>((r) => c.on('disconnect', r))

@@ -1,4 +1,4 @@
-// test-tags: matrix
+// test-tags: matrix, pglite
 // cursor(): a portal executed a batch at a time. Batches of the requested size,
 // at most one batch fetched ahead, early exit closing the portal, errors, and
 // how queries issued meanwhile wait for the cursor.
@@ -8,6 +8,7 @@ import { describe, test } from 'node:test'
 import { AbortError, ArgumentError, ConnectionError, PgError, TimeoutError, createPool } from '../../../src/index.js'
 import { fileClient, openClient, uniqueName } from '../../support/client.js'
 import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
+import { NOT_ON_PGLITE, serverOnly } from '../../support/target.js'
 
 const db = await fileClient()
 
@@ -49,7 +50,7 @@ describe('batches', () => {
     assert.equal(empty.rowCount, 0)
   })
 
-  test('values decode as query() decodes them, for types met for the first time too', async () => {
+  test('values decode as query() decodes them, for types met for the first time too', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
     const type = uniqueName('cursor_mood')
     await db.query(`CREATE TYPE ${type} AS ENUM ('sad', 'happy')`)
     try {
@@ -68,7 +69,7 @@ describe('batches', () => {
     }
   })
 
-  test('at most one batch is fetched ahead of the one being read', async () => {
+  test('at most one batch is fetched ahead of the one being read', serverOnly(NOT_ON_PGLITE.admin), async () => {
     const seq = uniqueName('cursor_seq')
     await db.query(`CREATE SEQUENCE ${seq}`)
     try {
@@ -130,7 +131,7 @@ describe('the pipeline around a cursor', () => {
     assert.deepEqual((await later).rows, [{ n: 2 }])
   })
 
-  test('on a pool, a cursor has a connection of its own: other queries go on meanwhile', async () => {
+  test('on a pool, a cursor has a connection of its own: other queries go on meanwhile', serverOnly(NOT_ON_PGLITE.pool), async () => {
     const { options } = await mainDatabase()
     const pool = createPool({ ...options, max: 2 })
     try {
@@ -161,7 +162,7 @@ describe('failures', () => {
     assert.deepEqual((await db.query('SELECT 4 AS four')).rows, [{ four: 4 }])
   })
 
-  test('an aborted cursor rejects with an AbortError, between batches and while one runs; a timeout likewise', async () => {
+  test('an aborted cursor rejects with an AbortError, between batches and while one runs; a timeout likewise', serverOnly(NOT_ON_PGLITE.cancel), async () => {
     const ac = new AbortController()
     const c = db.cursor('SELECT generate_series(1, 1000) AS g', [], { batchSize: 10, signal: ac.signal })
     assert.equal((await c.read()).length, 10)
@@ -190,7 +191,7 @@ describe('failures', () => {
   })
 
   for (const wait of [0, 100]) {
-    test(`losing the connection while a cursor is open rejects its read with a ConnectionError (next read ${wait} ms later)`, async () => {
+    test(`losing the connection while a cursor is open rejects its read with a ConnectionError (next read ${wait} ms later)`, serverOnly(NOT_ON_PGLITE.admin), async () => {
       const c = await openClient()
       try {
         const cur = c.cursor('SELECT generate_series(1, 1000) AS g', [], { batchSize: 10 })

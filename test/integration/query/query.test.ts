@@ -1,8 +1,9 @@
-// test-tags: matrix
+// test-tags: matrix, pglite
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { fragment, identifier, PgError, ArgumentError, ParameterError } from '../../../src/index.js'
 import { fileClient, openClient, uniqueName } from '../../support/client.js'
+import { NOT_ON_PGLITE, serverOnly } from '../../support/target.js'
 
 const table = uniqueName('q')
 const db = await fileClient({ setup: `CREATE TABLE ${table} (id int PRIMARY KEY, name text, score float8)`, cleanup: `DROP TABLE IF EXISTS ${table}` })
@@ -32,7 +33,7 @@ test('rowMode array returns arrays in column order, including duplicate names', 
   assert.deepEqual(o.rows, [{ a: 3, b: 2 }])
 })
 
-test('a client-wide rowMode applies unless a query overrides it', async () => {
+test('a client-wide rowMode applies unless a query overrides it', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
   const c = await openClient({ rowMode: 'array' })
   try {
     assert.deepEqual((await c.query('SELECT 1 AS a')).rows, [[1]])

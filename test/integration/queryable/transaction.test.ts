@@ -1,4 +1,4 @@
-// test-tags: matrix
+// test-tags: matrix, pglite
 // Transactions with begin(): COMMIT on success, ROLLBACK on throw, options,
 // pipelining inside, no outside query ever running inside the transaction,
 // savepoints, failures the function swallowed, and queries on a transaction
@@ -11,13 +11,14 @@ import { openClient, uniqueName } from '../../support/client.js'
 import { txTable } from '../../support/tx-table.js'
 import { startProxy } from '../../support/proxies/proxy.js'
 import { adminQuery, mainDatabase } from '../../support/servers/test-server.js'
+import { NOT_ON_PGLITE, serverOnly } from '../../support/target.js'
 
 const { db, t, committed, insert } = await txTable('tx_rows')
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 describe('commit and rollback', () => {
-  test('commit on success: begin() resolves with what the function returned; the data is visible after', async () => {
+  test('commit on success: begin() resolves with what the function returned; the data is visible after', serverOnly(NOT_ON_PGLITE.outsideView), async () => {
     const tag = uniqueName('commit')
     const result = await db.begin(async (tx) => {
       await insert(tx, tag)
@@ -169,7 +170,7 @@ describe('options', () => {
 })
 
 describe('pipelining and isolation from outside queries', () => {
-  test('queries inside are pipelined: twenty queries over a 25 ms link cost a few round trips, in order', async () => {
+  test('queries inside are pipelined: twenty queries over a 25 ms link cost a few round trips, in order', serverOnly(NOT_ON_PGLITE.socket), async () => {
     const { connectionString } = await mainDatabase()
     const url = new URL(connectionString!)
     // Turns: how often the client wrote after the server had spoken. Counted, not timed, so
@@ -209,7 +210,7 @@ describe('pipelining and isolation from outside queries', () => {
     }
   })
 
-  test('a transaction racing with a thousand outside queries on the same client: none runs inside it', async () => {
+  test('a transaction racing with a thousand outside queries on the same client: none runs inside it', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
     const c = await openClient()
     try {
       const inTag = uniqueName('inside')
@@ -251,7 +252,7 @@ describe('pipelining and isolation from outside queries', () => {
     }
   })
 
-  test('outside queries issued before begin() (or in the same tick) run before BEGIN', async () => {
+  test('outside queries issued before begin() (or in the same tick) run before BEGIN', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
     const c = await openClient()
     try {
       const tag = uniqueName('before')
@@ -269,7 +270,7 @@ describe('pipelining and isolation from outside queries', () => {
     }
   })
 
-  test('concurrent begin() calls on one client run one after the other', async () => {
+  test('concurrent begin() calls on one client run one after the other', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
     const c = await openClient()
     try {
       const tag = uniqueName('serial')
@@ -296,7 +297,7 @@ describe('pipelining and isolation from outside queries', () => {
     }
   })
 
-  test('end() during a transaction lets it commit, then closes', async () => {
+  test('end() during a transaction lets it commit, then closes', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
     const c = await openClient()
     const tag = uniqueName('end_during')
     const tx = c.begin(async (tx) => {
@@ -313,7 +314,7 @@ describe('pipelining and isolation from outside queries', () => {
     await assert.rejects(c.begin(async () => undefined), (e: unknown) => e instanceof ConnectionError && e.code === 'PG_CONNECTION_ENDED')
   })
 
-  test('end() during a transaction waits on no timer: it goes on the moment the transaction lets go', { timeout: 10_000 }, async () => {
+  test('end() during a transaction waits on no timer: it goes on the moment the transaction lets go', { timeout: 10_000, ...serverOnly(NOT_ON_PGLITE.secondSession) }, async () => {
     // end() once looked every 5 ms whether the transaction was over; with
     // timers stopped, that end() never resolved.
     const c = await openClient()

@@ -1,17 +1,31 @@
 // Raw access to a real server's value bytes, below the query layer, so codec
 // tests can check their decoders against exactly what PostgreSQL sends (in text
-// and in binary) and their encoders against what PostgreSQL accepts.
+// and in binary) and their encoders against what PostgreSQL accepts. In a
+// PGlite run (test/support/target.ts) the bytes are PGlite's, through
+// pipegres/pglite's byte stream into its one session.
 
 import * as net from 'node:net'
 import { Framer } from '../../../src/protocol/framer.js'
 import { Writer } from '../../../src/protocol/writer.js'
 import * as fe from '../../../src/protocol/frontend.js'
 import { decodeErrorFields, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../../../src/protocol/backend.js'
+import { pgliteSessionStream } from '../servers/pglite-target.js'
 import { getTestServer } from '../servers/test-server.js'
+import { onPGlite } from '../target.js'
 
 export interface Msg {
   type: string
   body: Buffer
+}
+
+/** What a WireSocket reads and writes: a socket, or pipegres/pglite's byte stream into PGlite. */
+export interface WireStream {
+  on(event: string, listener: (...args: any[]) => void): unknown
+  once(event: string, listener: (...args: any[]) => void): unknown
+  write(chunk: Uint8Array): boolean
+  end(): void
+  ref?(): void
+  unref?(): void
 }
 
 /**
@@ -23,14 +37,14 @@ export class WireSocket {
   private waiter: (() => void) | null = null
   protected closed = false
 
-  protected constructor(protected readonly socket: net.Socket) {
+  protected constructor(protected readonly socket: WireStream) {
     const framer = new Framer({
       onMessage: (t, b, s, e) => {
         this.queue.push({ type: String.fromCharCode(t), body: Buffer.from(b.subarray(s, e)) })
         this.waiter?.()
       },
     })
-    socket.on('data', (d) => framer.push(d))
+    socket.on('data', (d: Uint8Array) => framer.push(d))
     socket.on('close', () => {
       this.closed = true
       this.waiter?.()
@@ -61,15 +75,15 @@ export class WireSocket {
   }
 }
 
-/** One raw connection (trust user, unix socket) that runs one exchange at a time. */
+/** One raw connection (trust user, unix socket; on PGlite, its session) that runs one exchange at a time. */
 export class RawConnection extends WireSocket {
   static async open(): Promise<RawConnection> {
-    const server = await getTestServer()
-    const c = new RawConnection(await WireSocket.socketTo(`${server.socketDir}/.s.PGSQL.${server.port}`))
+    const { stream, user, database } = onPGlite ? { stream: await pgliteSessionStream(), user: 'postgres', database: 'postgres' } : await RawConnection.toServer()
+    const c = new RawConnection(stream)
     c.send((w) =>
       fe.writeStartup(w, 196608, [
-        ['user', server.users.trust.user],
-        ['database', server.database],
+        ['user', user],
+        ['database', database],
         ['client_encoding', 'UTF8'],
         ['DateStyle', 'ISO, MDY'],
         ['TimeZone', 'UTC'],
@@ -77,6 +91,11 @@ export class RawConnection extends WireSocket {
     )
     await c.until('Z')
     return c
+  }
+
+  private static async toServer(): Promise<{ stream: WireStream; user: string; database: string }> {
+    const server = await getTestServer()
+    return { stream: await WireSocket.socketTo(`${server.socketDir}/.s.PGSQL.${server.port}`), user: server.users.trust.user, database: server.database }
   }
 
   /** Reads messages up to and including one of type `type`; throws on ErrorResponse (after reading to ReadyForQuery). */
@@ -110,11 +129,11 @@ export class RawConnection extends WireSocket {
     resultFormat: 0 | 1,
   ): Promise<{ fields: FieldDescription[]; paramTypes: number[]; rows: (Buffer | null)[][] }> {
     // Referenced only while waiting for a reply, so an idle shared connection lets the process exit.
-    this.socket.ref()
+    this.socket.ref?.()
     try {
       return await this.exchange(sql, params, resultFormat)
     } finally {
-      this.socket.unref()
+      this.socket.unref?.()
     }
   }
 
@@ -165,7 +184,7 @@ export class RawConnection extends WireSocket {
   }
 
   unref(): void {
-    this.socket.unref()
+    this.socket.unref?.()
   }
 
   async close(): Promise<void> {

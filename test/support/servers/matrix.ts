@@ -159,6 +159,8 @@ export function testedWhereTable(): string {
     const cells = POSTGRES_MAJORS.map((postgres) => (plan.some((r) => r.suite === 'full' && r.postgres === postgres) ? 'smoke' : '–'))
     rows.push([`${other.name} ${devVersion(other.package)}`, ...cells])
   }
+  // Not a server of the plan: its runs go with each full run (the matrix subsets leave them out).
+  rows.push([`PGlite ${devVersion('@electric-sql/pglite')}`, ...POSTGRES_MAJORS.map((postgres) => (plan.some((r) => r.suite === 'full' && r.postgres === postgres) ? 'pglite' : '–'))])
   const serverRow = ['server', ...POSTGRES_MAJORS.map((m) => serverVersionLabel(m, versions))]
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`
   return [line(header), line(header.map(() => '---')), line(serverRow), ...rows.map(line)].join('\n')
@@ -170,7 +172,7 @@ const footnoteMark = (e: Exclusion) => '¹²³⁴⁵⁶⁷⁸⁹'[MATRIX_EXCLUSI
 export function testedWhereBlock(): string {
   const notes = [
     '',
-    "full: every test file (`npm test`); matrix: the files tagged `// test-tags: matrix` (connect, authentication, TLS, types, pipelining, COPY, cursors, transactions, cancellation of running queries by timeouts and signals, LISTEN/NOTIFY, logical replication, the pool; `abort-signal.test.ts` and `cancel.test.ts`, which time cancels against the event loop and run alone, are in the full runs); smoke: `test/integration/project/runtimes.test.ts`'s script under Bun and Deno, inside the full runs.",
+    "full: every test file (`npm test`); matrix: the files tagged `// test-tags: matrix` (connect, authentication, TLS, types, pipelining, COPY, cursors, transactions, cancellation of running queries by timeouts and signals, LISTEN/NOTIFY, logical replication, the pool; `abort-signal.test.ts` and `cancel.test.ts`, which time cancels against the event loop and run alone, are in the full runs); smoke: `test/integration/project/runtimes.test.ts`'s script under Bun and Deno, inside the full runs; pglite: the files tagged `// test-tags: pglite` (types, pipelining, COPY, cursors, transactions, errors) once more against PGlite (PostgreSQL 17 in WebAssembly) in the test file's own process, inside the full runs.",
     ...MATRIX_EXCLUSIONS.flatMap((e) => ['', `${footnoteMark(e)} Without ${e.files.map((f) => `\`${f}\``).join(', ')} on PostgreSQL ${e.postgres.join(' and ')}: ${e.reason}.`]),
   ]
   return [testedWhereTable(), ...notes].join('\n')

@@ -15,7 +15,13 @@
 // the variables itself, as its users' programs would. Auth and TLS tests always
 // use getTestServer(), because only the managed server has their users and
 // certificates.
+//
+// In a PGlite run (PIPEGRES_TEST_TARGET=pglite, test/support/target.ts)
+// mainDatabase() describes the file's PGlite instance, and getTestServer() and
+// adminQuery() reject: such a run has no server.
 
+import type { ClientOptions } from '../../../src/index.js'
+import { onPGlite } from '../target.js'
 import { BootstrapConnection, type BootstrapResult } from './bootstrap-sql.js'
 import { serverInfoOf, startServer, stopAllOnSignals, type ServerInfo } from './postgres.js'
 
@@ -36,8 +42,11 @@ export function serverFromEnv(): ServerInfo | undefined {
 
 let own: Promise<ServerInfo> | undefined
 
-/** The managed server: the runner's, or one started for this process on first call. */
+/** The managed server: the runner's, or one started for this process on first call. Not in a PGlite run. */
 export function getTestServer(): Promise<ServerInfo> {
+  if (onPGlite) {
+    return Promise.reject(new Error('this test uses the PostgreSQL server (getTestServer, adminQuery), which a PGlite run does not have: give it serverOnly(reason) from test/support/target.ts'))
+  }
   const fromEnv = serverFromEnv()
   if (fromEnv) return Promise.resolve(fromEnv)
   own ??= startOwnServer()
@@ -59,17 +68,25 @@ async function startOwnServer(): Promise<ServerInfo> {
 
 export interface MainDatabase {
   /** Where the description came from. */
-  source: 'DATABASE_URL' | 'PG environment' | 'managed server'
-  /** undefined when the PG* variables describe the database. */
+  source: 'DATABASE_URL' | 'PG environment' | 'managed server' | 'PGlite'
+  /** undefined when the PG* variables or PGlite describe the database. */
   connectionString: string | undefined
-  /** What to pass to the client: `{ connectionString }`, or `{}` so that it reads the PG* variables. */
-  options: { connectionString?: string }
+  /**
+   * What to pass to the client: `{ connectionString }`, `{}` so that it reads the PG*
+   * variables, or on PGlite the file's instance as a `stream` (one session).
+   */
+  options: ClientOptions & { connectionString?: string }
 }
 
 const PG_TARGET_VARIABLES = ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGSERVICE']
 
-/** The database general tests run against: DATABASE_URL, else the PG* variables, else the managed server's superuser over TCP. */
+/** The database general tests run against: PGlite in a PGlite run; else DATABASE_URL, else the PG* variables, else the managed server's superuser over TCP. */
 export async function mainDatabase(): Promise<MainDatabase> {
+  if (onPGlite) {
+    // Loaded only here: the runner imports this module, and must not load PGlite's test hooks.
+    const { pgliteConnectOptions } = await import('./pglite-target.js')
+    return { source: 'PGlite', connectionString: undefined, options: await pgliteConnectOptions() }
+  }
   const url = process.env.DATABASE_URL
   if (url) return { source: 'DATABASE_URL', connectionString: url, options: { connectionString: url } }
   if (PG_TARGET_VARIABLES.some((name) => process.env[name])) {

@@ -178,6 +178,19 @@ describe('COPY', () => {
       await db.query('DROP TABLE copy_q')
     })
   })
+
+  // The second COPY FROM STDIN can get no data on PGlite: it once waited for it, blocking the process for good.
+  test('two COPY FROM STDIN in one query fail with an ArgumentError, the first undone with the second', async () => {
+    await withPGlite(async (db) => {
+      await db.query('CREATE TABLE copy_two (id int)')
+      const s = db.copyFrom('COPY copy_two FROM STDIN; COPY copy_two FROM STDIN')
+      s.end('1\n2\n')
+      await assert.rejects(s.result, (e: unknown) => e instanceof ArgumentError && /another COPY FROM STDIN/.test(e.message))
+      assert.equal((await db.query('SELECT count(*)::int AS n FROM copy_two')).rows[0]!.n, 0)
+      assert.equal((await db.copyFromRows('copy_two', [[3]])).rowCount, 1)
+      await db.query('DROP TABLE copy_two')
+    })
+  })
 })
 
 describe('cursors and streams', () => {
@@ -194,6 +207,25 @@ describe('cursors and streams', () => {
       let count = 0
       for await (const row of db.stream('SELECT generate_series(1, $1::int) AS n', [3000])) count += row.n === count + 1 ? 1 : 0
       assert.equal(count, 3000)
+    })
+  })
+
+  test('an error in a later batch (an Execute with Flush, no Sync) rejects that read; the client keeps its connection', async () => {
+    await withPGlite(async (db) => {
+      const pid = db.processId
+      let lost: Error | undefined
+      db.on('disconnect', (e) => (lost = e))
+      const c = db.cursor<{ v: number }>('SELECT 100 / (150 - g) AS v FROM generate_series(1, 300) g', [], { batchSize: 100 })
+      assert.equal((await c.read()).length, 100)
+      await assert.rejects(
+        (async () => {
+          for (;;) if ((await c.read()).length === 0) break
+        })(),
+        (e: unknown) => e instanceof PgError && e.code === '22012',
+      )
+      assert.equal((await db.query('SELECT 4 AS four')).rows[0]!.four, 4)
+      assert.equal(lost, undefined, `the connection was lost: ${String(lost)}`)
+      assert.equal(db.processId, pid)
     })
   })
 })

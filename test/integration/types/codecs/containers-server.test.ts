@@ -1,4 +1,4 @@
-// test-tags: matrix
+// test-tags: matrix, pglite
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { CodecError, defaultTypeOptions, type Codec } from '../../../../src/types/codec.js'

@@ -1,4 +1,4 @@
-// test-tags: matrix
+// test-tags: matrix, pglite
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
@@ -8,6 +8,7 @@ import { Money } from '../../../../src/types/money.js'
 import { Writer } from '../../../../src/protocol/writer.js'
 import type { Codec, TypeOptions } from '../../../../src/types/codec.js'
 import { codecOf } from '../../../support/codecs/scalar-table.js'
+import { NOT_ON_PGLITE, serverOnly } from '../../../support/target.js'
 
 // Scalar decoders against the bytes a real server sends, in text and in binary
 // (which must decode to identical values), and scalar encoders against what the
@@ -255,7 +256,7 @@ test('text types: empty, non-ASCII, 4-byte UTF-8, large', async () => {
   await checkAll(194, [["(SELECT ev_action FROM pg_rewrite WHERE ev_class = 'pg_tables'::regclass)", (await select("(SELECT ev_action::text FROM pg_rewrite WHERE ev_class = 'pg_tables'::regclass)", 0)).bytes!.toString()]])
 })
 
-test('bytea: empty, all byte values, large; hex and escape output', async () => {
+test('bytea: empty, all byte values, large; hex and escape output', serverOnly(NOT_ON_PGLITE.secondSession), async () => {
   const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i))
   const large = Buffer.alloc(300000, 0x5c)
   const cases: [string, unknown][] = [

@@ -1,0 +1,50 @@
+// The data directory the PGlite test runs start from. A new PGlite runs initdb
+// in a second WebAssembly instance before it starts: errors/server-errors.test.ts
+// cost about 10 s of CPU that way, and 3.5 s when PGlite loads the tarball of a
+// data directory that initdb made (measured on Node 20). So initdb runs once per
+// PGlite version, and its result is kept in .tmp/pglite/ (git-ignored) for every
+// later process; scripts/run-tests.ts makes it before the files start, a file
+// run on its own makes it on first use. Nothing is in it but what initdb made.
+
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { repoRoot } from '../paths.js'
+
+const PACKAGE_DIR = join(repoRoot, 'node_modules', '@electric-sql', 'pglite')
+
+/** The installed @electric-sql/pglite's version: a data directory is only loaded by the PGlite that made it. */
+export function pgliteVersion(): string {
+  return (JSON.parse(readFileSync(join(PACKAGE_DIR, 'package.json'), 'utf8')) as { version: string }).version
+}
+
+/** Where the tarball for the installed PGlite is kept. */
+export function dataDirTarball(): string {
+  return join(process.env.PIPEGRES_PGLITE_CACHE || join(repoRoot, '.tmp', 'pglite'), `datadir-${pgliteVersion()}.tar.gz`)
+}
+
+/**
+ * The path of the tarball, made first if it is missing: a fresh PGlite's data
+ * directory, dumped right after initdb. Written under a name of its own and then
+ * renamed, so that files starting side by side never read half a tarball.
+ */
+export async function ensureDataDirTarball(): Promise<string> {
+  const file = dataDirTarball()
+  if (existsSync(file)) return file
+  const { PGlite } = await import('@electric-sql/pglite')
+  const pglite = await PGlite.create()
+  try {
+    const dump = await pglite.dumpDataDir('gzip')
+    mkdirSync(join(file, '..'), { recursive: true })
+    const partial = `${file}.${process.pid}.partial`
+    writeFileSync(partial, new Uint8Array(await dump.arrayBuffer()))
+    renameSync(partial, file)
+  } finally {
+    await pglite.close()
+  }
+  return file
+}
+
+/** Drops a tarball PGlite could not load, so that the next process makes it again. */
+export function discardDataDirTarball(): void {
+  rmSync(dataDirTarball(), { force: true })
+}
