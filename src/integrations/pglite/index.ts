@@ -17,6 +17,9 @@ const inUse = new WeakMap<PGliteLike, true>()
 
 const NETWORK_OPTIONS = ['connectionString', 'host', 'port', 'hostaddr', 'stream'] as const
 const TLS_OPTIONS = ['sslrootcert', 'sslcert', 'sslkey', 'sslpassword', 'sslcrl', 'sslkeylogfile', 'tls'] as const
+// Settings a server takes from the startup packet, which PGlite ignores: refused rather than
+// dropped without a word (a TimeZone asked for and not applied would shift every timestamp).
+const STARTUP_SETTINGS = ['applicationName', 'options', 'params', 'replication'] as const
 
 function checkPGlite(pglite: unknown): asserts pglite is PGliteLike {
   if (typeof pglite !== 'object' || pglite === null || typeof (pglite as PGliteLike).execProtocolRaw !== 'function') {
@@ -69,6 +72,13 @@ export function connectPGlite(pglite: PGliteLike, options: PGliteClientOptions =
   }
   for (const key of TLS_OPTIONS) {
     if ((options as Record<string, unknown>)[key] !== undefined) throw new ArgumentError(`connectPGlite does not take ${key}: PGlite runs in this process, with no TLS to set up`)
+  }
+  for (const key of STARTUP_SETTINGS) {
+    if ((options as Record<string, unknown>)[key] !== undefined) {
+      throw new ArgumentError(
+        `connectPGlite does not take ${key}: PGlite ignores the settings a server reads at connection time; run SET (or SELECT set_config(...)) once connected`,
+      )
+    }
   }
   return connect({
     user: 'postgres',

@@ -51,9 +51,10 @@ function readyAsAsked(reply: Uint8Array, asked: boolean, status: (byte: number) 
   parts.push(reply.subarray(from))
   return concat(parts)
 }
-// Run when a client lets go of the session, so the next one starts clean:
-// an open transaction, the client's prepared statements, cursors and LISTENs
-// would otherwise be left behind in PGlite's only session.
+// Run when a client lets go of the session: an open transaction, the client's
+// prepared statements, cursors and LISTENs would otherwise be left behind in
+// PGlite's only session, in the way of the next client. Settings and temporary
+// tables stay (DISCARD ALL would also undo what PGlite's own API set up there).
 const RESET = ['ROLLBACK', 'DEALLOCATE ALL', 'CLOSE ALL', 'UNLISTEN *']
 
 

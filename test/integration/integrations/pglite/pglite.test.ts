@@ -284,6 +284,18 @@ describe('what PGlite cannot do', () => {
     await assert.rejects(async () => connectPGlite({} as never), ArgumentError)
   })
 
+  test('settings a server reads at connection time are ArgumentErrors (PGlite would ignore them); SET works once connected', async () => {
+    for (const options of [{ applicationName: 'app' }, { params: { TimeZone: 'Asia/Tokyo' } }, { options: '-c search_path=x' }, { replication: true }]) {
+      const key = Object.keys(options)[0]!
+      await assert.rejects(async () => connectPGlite(pglite, options), (e: unknown) => e instanceof ArgumentError && e.message.includes(key) && /SET/.test(e.message))
+    }
+    await withPGlite(async (db) => {
+      await db.query("SET TimeZone TO 'Asia/Tokyo'")
+      assert.equal((await db.query<{ tz: string }>("SELECT current_setting('TimeZone') AS tz")).rows[0]!.tz, 'Asia/Tokyo')
+      await db.query('RESET TimeZone')
+    })
+  })
+
   test('a closed PGlite fails the client with a ConnectionError, not a hang', async () => {
     // A copy of the shared instance, to close without touching it: cloning skips the initdb a new PGlite runs (seconds of WebAssembly).
     const own = await pglite.clone()
