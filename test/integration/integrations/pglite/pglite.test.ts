@@ -209,25 +209,6 @@ describe('cursors and streams', () => {
       assert.equal(count, 3000)
     })
   })
-
-  test('an error in a later batch (an Execute with Flush, no Sync) rejects that read; the client keeps its connection', async () => {
-    await withPGlite(async (db) => {
-      const pid = db.processId
-      let lost: Error | undefined
-      db.on('disconnect', (e) => (lost = e))
-      const c = db.cursor<{ v: number }>('SELECT 100 / (150 - g) AS v FROM generate_series(1, 300) g', [], { batchSize: 100 })
-      assert.equal((await c.read()).length, 100)
-      await assert.rejects(
-        (async () => {
-          for (;;) if ((await c.read()).length === 0) break
-        })(),
-        (e: unknown) => e instanceof PgError && e.code === '22012',
-      )
-      assert.equal((await db.query('SELECT 4 AS four')).rows[0]!.four, 4)
-      assert.equal(lost, undefined, `the connection was lost: ${String(lost)}`)
-      assert.equal(db.processId, pid)
-    })
-  })
 })
 
 describe('LISTEN / NOTIFY', () => {
