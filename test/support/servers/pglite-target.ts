@@ -9,14 +9,12 @@
 // with the instance open. It is closed once the file's tests are over and the
 // file's shared clients (fileClient) have run their clean-up and ended.
 
-import { readFile } from 'node:fs/promises'
 import { after } from 'node:test'
-import { setFlagsFromString } from 'node:v8'
 import type { PGlite } from '@electric-sql/pglite'
 import type { ByteStream, Client, ClientOptions } from '../../../src/index.js'
 import { connectPGlite, pgliteStream, type PGliteClientOptions } from '../../../src/integrations/pglite/index.js'
 import { onPGlite } from '../target.js'
-import { discardDataDirTarball, ensureDataDirTarball } from './pglite-datadir.js'
+import { openCachedPGlite } from './pglite-datadir.js'
 
 let instance: Promise<PGlite> | undefined
 
@@ -48,24 +46,8 @@ export function holdPGlite(): () => Promise<void> {
 export function testPGlite(): Promise<PGlite> {
   if (!onPGlite) throw new Error('testPGlite() is for PIPEGRES_TEST_TARGET=pglite runs')
   if (closing) throw new Error('the file\'s PGlite is closed: its tests are over')
-  instance ??= start()
+  instance ??= openCachedPGlite()
   return instance
-}
-
-async function start(): Promise<PGlite> {
-  // WebAssembly stays on V8's baseline compiler: a test file runs each statement a few
-  // times, and the optimizing tier-up of PGlite's 8.7 MB module cost more CPU than it saved
-  // (copy/copy-in.test.ts: 8.5 s of CPU with it, 5.1 s without, measured on Node 20).
-  // Set before PGlite compiles its module; the flag touches WebAssembly only.
-  setFlagsFromString('--liftoff-only')
-  const { PGlite } = await import('@electric-sql/pglite')
-  const tarball = await ensureDataDirTarball()
-  try {
-    return await PGlite.create({ loadDataDir: new Blob([await readFile(tarball)]) })
-  } catch (err) {
-    discardDataDirTarball()
-    throw new Error(`PGlite could not load the data directory ${tarball} (removed; the next run makes it again): ${(err as Error).message}`, { cause: err })
-  }
 }
 
 /** A connectPGlite() client on the file's instance, with `extra` as its options. */

@@ -7,11 +7,13 @@
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { PGlite } from '@electric-sql/pglite'
 import { ArgumentError, ConnectionError, PgError, createPool, type Client } from '../../../../src/index.js'
 import { connectPGlite, pgliteStream } from '../../../../src/integrations/pglite/index.js'
+import { openCachedPGlite } from '../../../support/servers/pglite-datadir.js'
 
-const pglite = await PGlite.create()
+// From the data directory initdb made once (test/support/servers/pglite-datadir.ts): what is
+// tested is the client on an instance, not PGlite's own initdb, which README example 12 runs.
+const pglite = await openCachedPGlite()
 
 async function withPGlite<T>(fn: (db: Client) => Promise<T>): Promise<T> {
   const db = await connectPGlite(pglite)
