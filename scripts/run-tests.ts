@@ -35,7 +35,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { serverInfoOf, startServer, stopAll, type RunningServer } from '../test/support/servers/postgres.js'
-import { SERVER_ENV } from '../test/support/servers/test-server.js'
+import { PG_TARGET_VARIABLES, SERVER_ENV } from '../test/support/servers/test-server.js'
 import { TARGET_ENV, type TestTarget } from '../test/support/target.js'
 import { plannedRuns, runLanes, runName, signalRunning, tagsOf, TAGS, type FileResult, type FileTags, type TapFailure, type TestFile } from './test-lanes.js'
 
@@ -78,8 +78,6 @@ function parseArgs(args: string[]): Args {
   }
   return { filters, excludes, nodeFlags, tag, target }
 }
-
-const PG_TARGET_VARIABLES = ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGSERVICE']
 
 /** A PGlite run's variables: the target, and no description of a server or database to reach by mistake. */
 const PGLITE_ENV: Record<string, string | undefined> = {

@@ -5,6 +5,7 @@
 // pipegres/pglite's byte stream into its one session.
 
 import * as net from 'node:net'
+import type { ByteStream } from '../../../src/index.js'
 import { Framer } from '../../../src/protocol/framer.js'
 import { Writer } from '../../../src/protocol/writer.js'
 import * as fe from '../../../src/protocol/frontend.js'
@@ -18,16 +19,6 @@ export interface Msg {
   body: Buffer
 }
 
-/** What a WireSocket reads and writes: a socket, or pipegres/pglite's byte stream into PGlite. */
-export interface WireStream {
-  on(event: string, listener: (...args: any[]) => void): unknown
-  once(event: string, listener: (...args: any[]) => void): unknown
-  write(chunk: Uint8Array): boolean
-  end(): void
-  ref?(): void
-  unref?(): void
-}
-
 /**
  * A bare protocol socket to the test server: incoming messages are framed and
  * queued, and read one at a time. Subclasses speak the exchanges they test.
@@ -37,7 +28,7 @@ export class WireSocket {
   private waiter: (() => void) | null = null
   protected closed = false
 
-  protected constructor(protected readonly socket: WireStream) {
+  protected constructor(protected readonly socket: ByteStream) {
     const framer = new Framer({
       onMessage: (t, b, s, e) => {
         this.queue.push({ type: String.fromCharCode(t), body: Buffer.from(b.subarray(s, e)) })
@@ -93,7 +84,7 @@ export class RawConnection extends WireSocket {
     return c
   }
 
-  private static async toServer(): Promise<{ stream: WireStream; user: string; database: string }> {
+  private static async toServer(): Promise<{ stream: ByteStream; user: string; database: string }> {
     const server = await getTestServer()
     return { stream: await WireSocket.socketTo(`${server.socketDir}/.s.PGSQL.${server.port}`), user: server.users.trust.user, database: server.database }
   }

@@ -6,6 +6,9 @@
 // each way, so a clean session's stream can be read to pick cut points.
 
 import * as net from 'node:net'
+import { splitStream, type WireMessage } from './wire-split.js'
+
+export type { WireMessage }
 
 export type CutKind = 'reset' | 'fin'
 
@@ -326,42 +329,14 @@ export async function startFaultProxy(
 
 // --- reading a recorded stream ------------------------------------------------
 
-/** One protocol message in a recorded stream: its type ('' for an untyped one) and where it lies. */
-export interface WireMessage {
-  type: string
-  /** Offset of its first byte (the type byte, or the length of an untyped message). */
-  start: number
-  /** Offset just past its last byte. */
-  end: number
-}
-
-function split(stream: Buffer, untypedFirst: number): WireMessage[] {
-  const out: WireMessage[] = []
-  let at = 0
-  while (at < stream.length) {
-    if (out.length < untypedFirst) {
-      const len = stream.readInt32BE(at)
-      out.push({ type: '', start: at, end: at + len })
-      at += len
-      continue
-    }
-    if (at + 5 > stream.length) throw new Error(`recorded stream ends inside a message header at ${at}`)
-    const len = stream.readInt32BE(at + 1)
-    out.push({ type: String.fromCharCode(stream[at]!), start: at, end: at + 1 + len })
-    at += 1 + len
-  }
-  if (at !== stream.length) throw new Error(`recorded stream ends inside a message (${at} > ${stream.length})`)
-  return out
-}
-
 /** The messages of a recorded plaintext server stream. */
 export function splitBackend(stream: Buffer): WireMessage[] {
-  return split(stream, 0)
+  return splitStream(stream, 0)
 }
 
 /** The messages of a recorded plaintext client stream (the StartupMessage has no type byte). */
 export function splitFrontend(stream: Buffer): WireMessage[] {
-  return split(stream, 1)
+  return splitStream(stream, 1)
 }
 
 /** One TLS record (or the one-byte answer / 8-byte SSLRequest before them, as type 0). */

@@ -7,6 +7,7 @@
 // second release. Nothing depends on how busy the machine is.
 
 import * as net from 'node:net'
+import { MessageSplitter } from './wire-split.js'
 
 export interface RoundTripProxy {
   host: string
@@ -19,27 +20,6 @@ export interface RoundTripProxy {
    */
   count(fn: () => Promise<unknown>, limitMs?: number): Promise<number>
   close(): Promise<void>
-}
-
-// Splits a byte stream into protocol messages: a type byte and an int32
-// length that counts itself. The client's first message (startup) has no
-// type byte.
-class Frames {
-  private buf: Buffer = Buffer.alloc(0)
-  constructor(private untypedFirst: boolean) {}
-
-  push(chunk: Buffer, each: (type: string, body: Buffer) => void): void {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk
-    for (;;) {
-      const head = this.untypedFirst ? 0 : 1
-      if (this.buf.length < head + 4) return
-      const len = this.buf.readInt32BE(head)
-      if (this.buf.length < head + len) return
-      each(head ? String.fromCharCode(this.buf[0]!) : '', this.buf.subarray(head + 4, head + len))
-      this.buf = this.buf.subarray(head + len)
-      this.untypedFirst = false
-    }
-  }
 }
 
 const PROTOCOL_3 = 3
@@ -73,10 +53,10 @@ export async function startRoundTripProxy(target: { host: string; port: number }
       s.on('close', () => sockets.delete(s))
       s.on('error', () => {})
     }
-    const fromClient = new Frames(true)
-    const fromServer = new Frames(false)
+    const fromClient = new MessageSplitter(1)
+    const fromServer = new MessageSplitter(0)
     client.on('data', (chunk: Buffer) => {
-      fromClient.push(chunk, (type, body) => {
+      fromClient.push(chunk, ({ type }, body) => {
         if (type === '') {
           if (body.readUInt16BE(0) !== PROTOCOL_3) problem = 'the client did not start with a plain startup message; connect with sslmode: "disable"'
           // The handshake ends with a ReadyForQuery too.
@@ -90,7 +70,7 @@ export async function startRoundTripProxy(target: { host: string; port: number }
     })
     upstream.on('data', (chunk: Buffer) => {
       let answered = false
-      fromServer.push(chunk, (type) => {
+      fromServer.push(chunk, ({ type }) => {
         if (type === 'Z') {
           unanswered--
           answered = true

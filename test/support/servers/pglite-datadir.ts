@@ -1,4 +1,4 @@
-// The data directory the PGlite test runs start from. A new PGlite runs initdb
+// The data directory the PGlite test runs (and pglite.test.ts) start from. A new PGlite runs initdb
 // in a second WebAssembly instance before it starts: errors/server-errors.test.ts
 // cost about 10 s of CPU that way, and 3.5 s when PGlite loads the tarball of a
 // data directory that initdb made (measured on Node 20). So initdb runs once per

@@ -78,7 +78,8 @@ export interface MainDatabase {
   options: ClientOptions & { connectionString?: string }
 }
 
-const PG_TARGET_VARIABLES = ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGSERVICE']
+/** The PG* variables that, set, describe the database the general tests use. */
+export const PG_TARGET_VARIABLES = ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGSERVICE']
 
 /** The database general tests run against: PGlite in a PGlite run; else DATABASE_URL, else the PG* variables, else the managed server's superuser over TCP. */
 export async function mainDatabase(): Promise<MainDatabase> {
