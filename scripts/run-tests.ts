@@ -26,6 +26,8 @@
 // JSON (scripts/test-matrix.ts reads them); PIPEGRES_PGLITE_CACHE where the PGlite runs'
 // data directory is kept (.tmp/pglite). NODE_OPTIONS=--enable-source-maps
 // makes failures' stack traces name the .ts sources, for about 9% more CPU.
+// GLIBC_TUNABLES gains glibc.malloc.hugetlb=1 for the servers and the files
+// (test/support/servers/os.ts: withHugePages).
 // See test/support/servers/test-server.ts for DATABASE_URL and the PG* variables,
 // test/support/target.ts for the PGlite runs.
 
@@ -34,6 +36,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdir
 import { tmpdir } from 'node:os'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { withHugePages } from '../test/support/servers/os.js'
 import { serverInfoOf, startServer, stopAll, type RunningServer } from '../test/support/servers/postgres.js'
 import { PG_TARGET_VARIABLES, SERVER_ENV } from '../test/support/servers/test-server.js'
 import { TARGET_ENV, type TestTarget } from '../test/support/target.js'
@@ -213,6 +216,8 @@ async function main(): Promise<number> {
   // No --enable-source-maps by default: it made the files cost about 9% more CPU (every module's map
   // read on load, every stack read mapped), and the suite is bound by CPU on two cores. A failure's
   // frames name build/**/*.js, laid out as the sources; NODE_OPTIONS=--enable-source-maps maps them.
+  // Servers and test processes (and what they start) get malloc on huge pages: test/support/servers/os.ts says why.
+  process.env.GLIBC_TUNABLES = withHugePages(process.env.GLIBC_TUNABLES)
   const env: NodeJS.ProcessEnv = { ...process.env }
 
   // Unit tests and PGlite runs need no server; faults tests may put a proxy in front of one.

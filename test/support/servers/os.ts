@@ -37,6 +37,29 @@ export function serverAccount(): Account | undefined {
   return { name: user[0]!, uid: Number(user[2]), gid }
 }
 
+/**
+ * glibc's tunable that makes malloc ask the kernel for transparent huge pages
+ * on what it maps (it takes effect where THP is in madvise mode, the common
+ * default). The suite runs its servers and test processes with it: on virtual
+ * machines a page fault costs tens of microseconds, and the tests that move
+ * tens of MiB per value spent most of their CPU, client and server, faulting
+ * in fresh 4 KiB pages (protocol/big-values: 79 CPU-s → 35). What the tests
+ * measure of memory counts copies of values of 64 MiB, which 2 MiB pages do
+ * not change. A GLIBC_TUNABLES that already sets it is left as it is.
+ */
+export function withHugePages(tunables: string | undefined): string {
+  if (tunables === undefined || tunables === '') return HUGE_PAGES
+  return /(^|:)glibc\.malloc\.hugetlb=/.test(tunables) ? tunables : `${tunables}:${HUGE_PAGES}`
+}
+
+/** `tunables` without the huge-page setting of withHugePages(), or undefined when nothing is left. */
+export function withoutHugePages(tunables: string | undefined): string | undefined {
+  const rest = (tunables ?? '').split(':').filter((t) => t !== '' && t !== HUGE_PAGES)
+  return rest.length > 0 ? rest.join(':') : undefined
+}
+
+const HUGE_PAGES = 'glibc.malloc.hugetlb=1'
+
 /** The environment for PostgreSQL binaries: PG* variables meant for clients (PGPORT, PGDATA...) would change what they do. */
 export function serverEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
