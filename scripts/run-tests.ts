@@ -8,6 +8,8 @@
 //   npm test -- --target=pglite    only the second runs, against PGlite in process, of the
 //                                  files tagged `// test-tags: pglite` (no server is started);
 //                                  --target=server leaves those runs out
+//   npm run test:stress            the files tagged `// test-tags: stress` at their full sizes
+//                                  (--tier=stress; test/support/tier.ts)
 //   npm test -- --exclude=replication
 //                                  leaves out the files whose path contains it (and says so)
 //   npm test -- --test-name-pattern=SCRAM integration
@@ -22,6 +24,9 @@
 // PIPEGRES_TEST_TRACK_PROMISES=1 lets the test harness track every promise, so
 // that an error escaping a test after an await is pinned on that test rather
 // than on its file (test/support/untracked-promises.ts, for much more CPU);
+// What a file needs beyond `npm install` (`// test-needs:`) is installed on the
+// first run, beside the servers and the files that need none of it
+// (scripts/prerequisites.ts; PIPEGRES_TEST_INSTALL=0 installs nothing).
 // PIPEGRES_TEST_RESULTS=<file> where to write the run's counts and failures as
 // JSON (scripts/test-matrix.ts reads them); PIPEGRES_PGLITE_CACHE where the PGlite runs'
 // data directory is kept (.tmp/pglite). NODE_OPTIONS=--enable-source-maps
@@ -40,6 +45,8 @@ import { withHugePages } from '../test/support/servers/os.js'
 import { serverInfoOf, startServer, stopAll, type RunningServer } from '../test/support/servers/postgres.js'
 import { PG_TARGET_VARIABLES, SERVER_ENV } from '../test/support/servers/test-server.js'
 import { TARGET_ENV, type TestTarget } from '../test/support/target.js'
+import { needsOf, setUp, type Need } from './prerequisites.js'
+import { STRESS_ENV } from '../test/support/tier.js'
 import { plannedRuns, runLanes, runName, signalRunning, tagsOf, TAGS, type FileResult, type FileTags, type TapFailure, type TestFile } from './test-lanes.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -54,6 +61,8 @@ interface Args {
   tag: keyof FileTags | undefined
   /** Only the runs against this target; both when undefined. */
   target: TestTarget | undefined
+  /** The stress tier: only the files tagged stress, at their full sizes. */
+  stress: boolean
 }
 
 function parseArgs(args: string[]): Args {
@@ -62,6 +71,7 @@ function parseArgs(args: string[]): Args {
   const nodeFlags: string[] = []
   let tag: keyof FileTags | undefined
   let target: TestTarget | undefined
+  let stress = false
   for (const arg of args) {
     if (arg.startsWith('--exclude=')) {
       const f = arg.slice('--exclude='.length)
@@ -75,11 +85,15 @@ function parseArgs(args: string[]): Args {
       const t = arg.slice('--target='.length)
       if (t !== 'server' && t !== 'pglite') throw new Error(`--target takes server or pglite, not ${JSON.stringify(t)}`)
       target = t
+    } else if (arg.startsWith('--tier=')) {
+      const t = arg.slice('--tier='.length)
+      if (t !== 'stress') throw new Error(`--tier takes stress (the default tier is npm test itself), not ${JSON.stringify(t)}`)
+      stress = true
     } else if (arg.startsWith('-')) nodeFlags.push(arg)
     // Accept the source path too: `test/unit/config/url.test.ts` or `build/test/unit/config/url.test.js`.
     else filters.push(pathFilter(arg))
   }
-  return { filters, excludes, nodeFlags, tag, target }
+  return { filters, excludes, nodeFlags, tag: stress ? (tag ?? 'stress') : tag, target, stress }
 }
 
 /** A PGlite run's variables: the target, and no description of a server or database to reach by mistake. */
@@ -106,7 +120,7 @@ function findTests(filters: string[]): TestFile[] {
     .sort()
   return (filters.length === 0 ? paths : paths.filter((file) => filters.some((f) => file.includes(f)))).map((path) => {
     const source = readFileSync(join(root, path.replace(/\.js$/, '.ts')), 'utf8')
-    return { path, tags: tagsOf(source), size: source.length }
+    return { path, tags: tagsOf(source), size: source.length, needs: needsOf(source) }
   })
 }
 
@@ -186,7 +200,7 @@ export interface RunResults {
 }
 
 async function main(): Promise<number> {
-  const { filters, excludes, nodeFlags, tag, target } = parseArgs(process.argv.slice(2))
+  const { filters, excludes, nodeFlags, tag, target, stress } = parseArgs(process.argv.slice(2))
   if (process.env[TARGET_ENV]) {
     console.error(`${TARGET_ENV} is set by the runner for each run: use --target=${process.env[TARGET_ENV]} instead`)
     return 1
@@ -196,7 +210,7 @@ async function main(): Promise<number> {
     console.error('the runner prints each file\'s spec output and reads its own TAP copy: --test-reporter is not taken')
     return 1
   }
-  const selected = findTests(filters).filter((f) => tag === undefined || f.tags[tag])
+  const selected = findTests(filters).filter((f) => (tag === undefined || f.tags[tag]) && (!stress || f.tags.stress))
   const excluded = selected.filter((f) => excludes.some((x) => f.path.includes(x)))
   const files = plannedRuns(
     selected.filter((f) => !excluded.includes(f)),
@@ -219,6 +233,8 @@ async function main(): Promise<number> {
   // Servers and test processes (and what they start) get malloc on huge pages: test/support/servers/os.ts says why.
   process.env.GLIBC_TUNABLES = withHugePages(process.env.GLIBC_TUNABLES)
   const env: NodeJS.ProcessEnv = { ...process.env }
+  if (stress) env[STRESS_ENV] = '1'
+  else delete env[STRESS_ENV]
 
   // Unit tests and PGlite runs need no server; faults tests may put a proxy in front of one.
   const needsServer = files.some((file) => file.target !== 'pglite' && !file.path.startsWith('test/unit/'))
@@ -237,6 +253,14 @@ async function main(): Promise<number> {
   if (binDir) env.PIPEGRES_TEST_PGBIN = binDir
   const started = Date.now()
   let resultsDir: string | undefined
+  // What the files need beyond npm install, installed beside the servers; a file that needs something waits for it.
+  const setup = setUp(files.flatMap((f) => (f.needs ?? []) as Need[]), (line) => console.log(line))
+  const installing = new Set<Need>(files.flatMap((f) => (f.needs ?? []) as Need[]))
+  for (const need of installing) void setup.ready(need).then(() => installing.delete(need))
+  const blockedBy = (file: TestFile) => {
+    const waiting = (file.needs ?? []).filter((n) => installing.has(n as Need)) as Need[]
+    return waiting.length === 0 ? undefined : Promise.all(waiting.map(setup.ready))
+  }
   try {
     // The PGlite runs' data directory, made once per PGlite version while the servers start (test/support/servers/pglite-datadir.ts).
     const pgliteReady = pgliteRuns > 0 ? import('../test/support/servers/pglite-datadir.js').then((m) => m.ensureDataDirTarball()) : undefined
@@ -260,7 +284,7 @@ async function main(): Promise<number> {
       }
     }
     for (let i = 0; i < lanes; i++) laneEnv.push(servers[i] ? { ...env, [SERVER_ENV]: JSON.stringify(serverInfoOf(servers[i]!)) } : env)
-    const label = `Node ${node.version}, ${servers[0] ? versionLabel(servers[0]) : pgliteRuns > 0 ? 'PGlite' : 'no server'}`
+    const label = `Node ${node.version}, ${servers[0] ? versionLabel(servers[0]) : pgliteRuns > 0 ? 'PGlite' : 'no server'}${stress ? ', stress tier' : ''}`
     const onPGlite = pgliteRuns === 0 ? '' : pgliteRuns === files.length ? ', all against PGlite' : `, ${pgliteRuns} of them against PGlite`
     console.log(`${label}: ${files.length} test files${onPGlite} in ${lanes} lane${lanes === 1 ? '' : 's'}, ${seconds(limit)} at most each`)
 
@@ -273,6 +297,7 @@ async function main(): Promise<number> {
       laneEnv,
       fileLimitMs: limit,
       resultsDir,
+      blockedBy,
       onFile: (r, output) => {
         const state = r.code === undefined ? 'KILLED at its time limit' : r.code === 0 ? 'ok' : `FAILED (exit ${r.code})`
         console.log(`\n── ${runName(r.file)}: ${state}, ${seconds(r.ms)}${lanes > 1 ? `, lane ${r.lane + 1}` : ''}`)
@@ -280,6 +305,7 @@ async function main(): Promise<number> {
       },
     })
     if (signalled) return 128 + (signalled === 'SIGINT' ? 2 : 15)
+    await setup.all
     const ms = Date.now() - started
     const code = report(results, label, ms, servers)
     const resultsFile = process.env.PIPEGRES_TEST_RESULTS

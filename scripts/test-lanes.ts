@@ -23,9 +23,14 @@ export interface FileTags {
   matrix: boolean
   /** Runs a second time against PGlite in process (test/support/target.ts), with no server. */
   pglite: boolean
+  /**
+   * Has sizes of its own in the stress tier (`npm run test:stress`, test/support/tier.ts):
+   * `npm test` runs it smaller, still through every path.
+   */
+  stress: boolean
 }
 
-export const TAGS = ['slow', 'exclusive', 'matrix', 'pglite'] as const
+export const TAGS = ['slow', 'exclusive', 'matrix', 'pglite', 'stress'] as const
 
 /** Reads the tags from the first comment lines of a test's TypeScript source. */
 export function tagsOf(source: string): FileTags {
@@ -36,7 +41,7 @@ export function tagsOf(source: string): FileTags {
     if (m) for (const t of m[1]!.replace(/\(.*$/, '').split(/[\s,]+/)) if (t) tags.add(t)
   }
   for (const t of tags) if (!(TAGS as readonly string[]).includes(t)) throw new Error(`unknown test tag '${t}' (${TAGS.join(', ')})`)
-  return { slow: tags.has('slow'), exclusive: tags.has('exclusive'), matrix: tags.has('matrix'), pglite: tags.has('pglite') }
+  return { slow: tags.has('slow'), exclusive: tags.has('exclusive'), matrix: tags.has('matrix'), pglite: tags.has('pglite'), stress: tags.has('stress') }
 }
 
 export interface TestFile {
@@ -49,6 +54,8 @@ export interface TestFile {
   target?: 'pglite'
   /** Variables this run sets (a value) or removes (undefined) in its lane's environment. */
   env?: Record<string, string | undefined>
+  /** What it needs beyond `npm install` (`// test-needs:`, scripts/prerequisites.ts). */
+  needs?: readonly string[]
 }
 
 /** How a run is named in the report: the path, and which target when it is not the server. */
@@ -101,6 +108,12 @@ export interface LaneRun {
   resultsDir: string
   /** Called when a file ends, with its whole output, so that outputs never interleave. */
   onFile: (result: FileResult, output: string) => void
+  /**
+   * What a file still waits for before it may start (something it needs being
+   * installed), or undefined when it may start now. The lanes run the files that
+   * wait for nothing meanwhile.
+   */
+  blockedBy?: (file: TestFile) => Promise<unknown> | undefined
 }
 
 /** Slow files first, then the larger ones: the longest jobs start earliest. */
@@ -114,16 +127,25 @@ export async function runLanes(files: TestFile[], run: LaneRun): Promise<FileRes
   const results: FileResult[] = []
   const shared = order(files.filter((f) => !f.tags.exclusive))
   const alone = order(files.filter((f) => f.tags.exclusive))
-  let next = 0
+  const blockedBy = run.blockedBy ?? (() => undefined)
   const worker = async (lane: number) => {
-    while (next < shared.length) {
-      const file = shared[next++]!
+    while (shared.length > 0) {
+      // The first file in the order that may start now; when every file left waits, wait for the first wait to end.
+      const i = shared.findIndex((f) => blockedBy(f) === undefined)
+      if (i < 0) {
+        await Promise.race(shared.map(blockedBy))
+        continue
+      }
+      const file = shared.splice(i, 1)[0]!
       results.push(await runFile(file, lane, run))
     }
   }
   await Promise.all(run.laneEnv.map((_, lane) => worker(lane)))
   // After the others, one at a time, on lane 0's server: nothing else runs beside them.
-  for (const file of alone) results.push(await runFile(file, 0, run))
+  for (const file of alone) {
+    await blockedBy(file)
+    results.push(await runFile(file, 0, run))
+  }
   return results
 }
 

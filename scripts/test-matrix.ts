@@ -1,7 +1,8 @@
 // `npm run test:matrix`: runs the test suite on several Node × PostgreSQL
 // combinations (test/support/servers/matrix.ts), one after another, each through
-// scripts/run-tests.ts, then prints what ran where. The binaries come from
-// `npm run runtimes`.
+// scripts/run-tests.ts, then prints what ran where. The binaries it lacks (the
+// runtimes of test/support/runtimes, Debian's PostgreSQL 15) it installs first,
+// as `npm test` does (scripts/prerequisites.ts).
 //
 //   node build/scripts/test-matrix.js            CI's plan: the whole suite on the two full
 //                                                combinations, the matrix subset on every other
@@ -35,6 +36,7 @@ import {
   type PostgresMajor,
 } from '../test/support/servers/matrix.js'
 import type { RunResults } from './run-tests.js'
+import { setUp, type Need } from './prerequisites.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 
@@ -152,6 +154,9 @@ async function main(): Promise<number> {
   for (const r of plan) console.log(`${label(r)}: ${describeRun(r)}`)
   if (own.includes('--dry-run')) return 0
 
+  // The binaries every combination runs on, before the first: each run's own files set up the rest.
+  const needs: Need[] = ['runtimes', ...(plan.some((r) => POSTGRES_SOURCES[r.postgres].from === 'system') ? (['postgresql-15'] as Need[]) : [])]
+  await setUp(needs, (line) => console.log(`=== ${line}`)).all
   const dir = mkdtempSync(join(tmpdir(), 'pipegres-matrix-'))
   const outcomes: Outcome[] = []
   try {

@@ -1,4 +1,5 @@
 // test-tags: slow
+// test-needs: chromium
 import { test, after, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'

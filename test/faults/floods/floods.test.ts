@@ -1,4 +1,4 @@
-// test-tags: slow
+// test-tags: slow, stress
 // Floods: a million pool checkouts, ten million streamed rows, maxPending. What
 // must hold: memory does not grow with the work done, every query settles
 // (nothing hangs, no unhandled rejection), and an optional limit refuses the
@@ -10,6 +10,7 @@ import { ArgumentError, Client, createPool } from '../../../src/index.js'
 import { openClient } from '../../support/client.js'
 import { assertCleanError, passwordsOf, settleAllWithin } from '../../support/fault-checks.js'
 import { mib, MILLION, runChild, watchUnhandledRejections } from '../../support/flood-run.js'
+import { stressSize } from '../../support/tier.js'
 import { getTestServer, mainDatabase } from '../../support/servers/test-server.js'
 import { stalledServer } from '../../support/fakes/stalled-server.js'
 
@@ -132,21 +133,23 @@ test('concurrent reserve() calls on a pool each get a connection of their own, a
   }
 })
 
-test('a million pool checkouts leave no listener and no heap behind', async (t) => {
-  const r = await runChild('pool-checkouts', MILLION)
+const CHECKOUTS = stressSize(250_000, MILLION)
+test(`${CHECKOUTS} pool checkouts leave no listener and no heap behind`, async (t) => {
+  const r = await runChild('pool-checkouts', CHECKOUTS)
   t.diagnostic(
-    `${MILLION} reserve/release beside ${r.queries as number} pool.query() in ${((r.ms as number) / 1000).toFixed(1)} s; ` +
+    `${CHECKOUTS} reserve/release beside ${r.queries as number} pool.query() in ${((r.ms as number) / 1000).toFixed(1)} s; ` +
       `heap after GC ${mib(r.heapBeforeMiB)} -> ${mib(r.heapAfterMiB)} (${r.heapGrowthBytes as number} bytes); ${r.totalCount as number} connections`,
   )
   assert.equal(r.wrong, 0)
   assert.deepEqual(r.listenersAfter, r.listenersBefore)
   assert.ok((r.totalCount as number) <= 4)
   // Under two bytes per checkout: a leak of even one small object each would be sixteen or more.
-  assert.ok(Math.abs(r.heapGrowthBytes as number) < 2 * 2 ** 20, `heap grew by ${r.heapGrowthBytes as number} bytes`)
+  assert.ok(Math.abs(r.heapGrowthBytes as number) < 2 * CHECKOUTS, `heap grew by ${r.heapGrowthBytes as number} bytes`)
 })
 
-test('ten million rows streamed to a slow consumer in flat memory, the server held back by flow control', async (t) => {
-  const COUNT = 10_000_000
+const ROWS = stressSize(2_000_000, 10_000_000)
+test(`${ROWS} rows streamed to a slow consumer in flat memory, the server held back by flow control`, async (t) => {
+  const COUNT = ROWS
   const r = await runChild('stream-rows', COUNT)
   t.diagnostic(
     `${COUNT} rows in ${((r.ms as number) / 1000).toFixed(1)} s; heap ${mib(r.heapBaseMiB)} base, max ${mib(r.heapMaxMiB)} ` +
@@ -157,7 +160,7 @@ test('ten million rows streamed to a slow consumer in flat memory, the server he
   assert.equal(r.rows, COUNT)
   assert.equal(r.outOfOrder, 0)
   assert.equal(r.backendWait, 'ClientWrite')
-  // Ten million rows held at once would take hundreds of MiB; the stream keeps about a thousand.
+  // Millions of rows held at once would take hundreds of MiB; the stream keeps about a thousand.
   assert.ok((r.heapMaxMiB as number) - (r.heapBaseMiB as number) < 64, 'heap')
   assert.ok((r.rssMaxMiB as number) - (r.rssBaseMiB as number) < 128, 'RSS')
   // Flat: the second half of the rows needs no more than the first, on the JS heap and in

@@ -1,4 +1,4 @@
-// test-tags: slow, pglite
+// test-tags: slow, pglite, stress
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import * as net from 'node:net'
@@ -6,6 +6,7 @@ import { Client, ConnectionError, PgError } from '../../../src/index.js'
 import { fileClient, openClient } from '../../support/client.js'
 import { mainDatabase } from '../../support/servers/test-server.js'
 import { NOT_ON_PGLITE, serverOnly } from '../../support/target.js'
+import { stressSize } from '../../support/tier.js'
 
 const db = await fileClient()
 
@@ -138,11 +139,13 @@ test('transaction status follows ReadyForQuery', serverOnly(NOT_ON_PGLITE.second
   }
 })
 
-test('a million queries issued at once wait as small objects while the socket is backed up', { timeout: 120_000, ...serverOnly(NOT_ON_PGLITE.secondSession) }, async () => {
+// A million in the stress tier (test/support/tier.ts).
+const QUEUED = stressSize(250_000, 1_000_000)
+test(`${QUEUED} queries issued at once wait as small objects while the socket is backed up`, { timeout: 120_000, ...serverOnly(NOT_ON_PGLITE.secondSession) }, async () => {
   const c = await openClient({ sslmode: 'disable' })
   try {
     await c.query('SELECT $1::int AS n', [0])
-    const n = 1_000_000
+    const n = QUEUED
     const before = process.memoryUsage().heapUsed
     const ps: Promise<unknown>[] = new Array(n)
     for (let i = 0; i < n; i++) ps[i] = c.query('SELECT $1::int AS n', [i])

@@ -1,3 +1,4 @@
+// test-needs: pgbouncer-1.24
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ArgumentError, ConfigError, connect, createPool, type Client, type ClientOptions, type Pool } from '../../../src/index.js'

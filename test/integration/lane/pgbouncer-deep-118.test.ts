@@ -1,4 +1,5 @@
-// test-tags: slow
+// test-tags: slow, stress
+// test-needs: pgbouncer
 import { test } from 'node:test'
 import { findPgBouncer } from '../../support/servers/pgbouncer.js'
 import { deepPipelineFile, IN_FLIGHT, RUNS } from '../../support/deep-pipeline.js'

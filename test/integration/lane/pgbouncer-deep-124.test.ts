@@ -1,4 +1,5 @@
-// test-tags: slow
+// test-tags: slow, stress
+// test-needs: pgbouncer-1.24
 import { test } from 'node:test'
 import { findPgBouncer124, PGBOUNCER_124_SCRIPT } from '../../support/servers/pgbouncer.js'
 import { deepPipelineFile, IN_FLIGHT, RUNS } from '../../support/deep-pipeline.js'

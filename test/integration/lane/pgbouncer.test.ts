@@ -1,3 +1,4 @@
+// test-needs: pgbouncer
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { ArgumentError, connect, createPool, PgError, type Client, type ClientOptions, type Pool, type PoolOptions } from '../../../src/index.js'

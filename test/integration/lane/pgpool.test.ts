@@ -1,4 +1,5 @@
 // test-tags: slow
+// test-needs: pgpool
 // Real pgpool-II (Debian's `pgpool2`) in front of a primary and a streaming
 // standby, in its usual mode: streaming replication, connection pooling, load
 // balancing on. The primary's load-balance weight is 0, so the statements

@@ -1,3 +1,4 @@
+// test-needs: runtimes (Node 24 or 26, where this Node has no await using)
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'

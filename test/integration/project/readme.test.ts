@@ -1,4 +1,5 @@
 // test-tags: slow
+// test-needs: runtimes (Node 26, for the Temporal example)
 import { after, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'

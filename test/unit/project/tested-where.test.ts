@@ -75,8 +75,8 @@ test('the runtimes manifest pins each Node line and each npm server exactly, and
 })
 
 test('tags combine: a file can be slow or exclusive and in the matrix', () => {
-  assert.deepEqual(tagsOf('// test-tags: exclusive, matrix (it measures the event loop)\n'), { slow: false, exclusive: true, matrix: true, pglite: false })
-  assert.deepEqual(tagsOf('// test-tags: slow, matrix\n'), { slow: true, exclusive: false, matrix: true, pglite: false })
+  assert.deepEqual(tagsOf('// test-tags: exclusive, matrix (it measures the event loop)\n'), { slow: false, exclusive: true, matrix: true, pglite: false, stress: false })
+  assert.deepEqual(tagsOf('// test-tags: slow, matrix\n'), { slow: true, exclusive: false, matrix: true, pglite: false, stress: false })
 })
 
 test('failed tests and the first line of their errors, read from the TAP of Node 20 and of Node 26', () => {

@@ -1,3 +1,4 @@
+// test-needs: runtimes (Node 26)
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { fileURLToPath } from 'node:url'

@@ -1,3 +1,4 @@
+// test-needs: runtimes (Node 26)
 import { fileURLToPath } from 'node:url'
 import { hasTemporal } from '../../../../src/types/codec.js'
 import { onNode26 } from '../../../support/newer-node.js'
