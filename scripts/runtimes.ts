@@ -1,7 +1,8 @@
 // `npm run runtimes`: installs the Node.js and PostgreSQL binaries of the test
 // matrix (test/support/runtimes/package.json, pinned with its lock) into
 // .tmp/runtimes/ (PIPEGRES_RUNTIMES_DIR moves it), then checks that each one runs.
-// `npm install` never fetches them: only CI and whoever runs the matrix needs them.
+// `npm test` and `npm run test:matrix` run it when a test needs what is missing
+// (scripts/prerequisites.ts).
 //
 //   node build/scripts/runtimes.js                 install what is missing or outdated, check each binary
 //   node build/scripts/runtimes.js --check         only check (exit 1 if any is missing or broken)
