@@ -142,8 +142,9 @@ export async function startBrowserTableServer(options: BrowserTableOptions = {})
     if (req.method !== 'GET') return send(res, 405, 'text/plain; charset=utf-8', 'GET only')
     if (url.pathname === '/') return send(res, 200, 'text/html; charset=utf-8', await readFile(join(pageDir, 'index.html')))
     if (url.pathname === '/app.js') return send(res, 200, 'text/javascript; charset=utf-8', await readFile(join(pageDir, 'app.js')))
-    // pipegres/wire loads the browser-safe protocol/ and types/ modules (and errors.js) beside its own folder.
-    const module = /^\/(?:(?:wire|protocol|types|types\/codecs)\/[a-z0-9-]+|errors)\.js$/.exec(url.pathname)
+    // pipegres/wire loads what it shares with the other entries from chunks/ beside its folder (the
+    // package's bundles, dist/), or the browser-safe protocol/ and types/ modules and errors.js (build/src).
+    const module = /^\/(?:(?:wire|protocol|types|types\/codecs)\/[a-z0-9-]+|chunks\/[A-Za-z0-9_-]+|errors)\.js$/.exec(url.pathname)
     if (module && existsSync(join(dirname(wireDir), url.pathname))) {
       return send(res, 200, 'text/javascript; charset=utf-8', await readFile(join(dirname(wireDir), url.pathname)))
     }
