@@ -93,9 +93,9 @@ test('watches added in one synchronous run with the same timeout expire in one p
   }
   // 20 adds, 10 ms apart from first to last.
   await until(() => watches.every((w) => w.expiredAt.length === 1), 5000, 'every watch expired')
+  // One pass is one synchronous run: counted at its end, not timed (a loaded machine can pause a run for
+  // many milliseconds, which a bound on the spread of their expiry times took for a second pass).
   assert.equal(expiredInFirstPass, 20, 'all in the first pass')
-  const spread = Math.max(...watches.map((w) => w.expiredAt[0]!)) - Math.min(...watches.map((w) => w.expiredAt[0]!))
-  assert.ok(spread < 5, `expired over ${spread.toFixed(2)} ms, one pass expected`)
   assert.ok(watches[0]!.expiredAt[0]! - burstAt >= 14)
 })
 
