@@ -1,10 +1,11 @@
 import { EventEmitter } from 'node:events'
 import { Pool as CorePool, type ReservedClient, type PgNotice } from '../../index.js'
 import { mapConfig, type PgClientConfig } from './config.js'
-import { pgQuery, Session, type PrepareMode } from './query.js'
+import { pgQuery, refuseQuery, Session, type PrepareMode, type QueryHost } from './query.js'
 import { toPgError, toPgNotice } from './result.js'
 import { TypeOverrides, type TypeFormat, type TypeParserSource } from './types.js'
 import type { TextParser } from './parsers.js'
+import { safeConfig } from './secrets.js'
 import { escapeIdentifier, escapeLiteral } from './values.js'
 
 /** pg-pool's settings, on top of a client's. */
@@ -44,16 +45,17 @@ export class PoolClient extends EventEmitter {
 
   query(...args: unknown[]): any {
     const r = this.reserved
-    if (r === null) {
-      const err = new Error('Client was released to the pool and is not queryable')
-      const cb = args.find((a) => typeof a === 'function') as ((e: Error) => void) | undefined
-      if (cb !== undefined) {
-        process.nextTick(() => cb(err))
-        return undefined
-      }
-      return Promise.reject(err)
-    }
-    return pgQuery(this.session, r, args, undefined)
+    if (r === null) return refuseQuery(args, new Error('Client was released to the pool and is not queryable'))
+    this.active++
+    return pgQuery(this.session, r, args, undefined, this.host)
+  }
+
+  private active = 0
+  /** pg's 'drain' on a checked-out client too: code that releases it on 'drain' relies on it. */
+  private readonly host: QueryHost = {
+    settled: () => {
+      if (--this.active === 0) this.emit('drain')
+    },
   }
 
   /**
@@ -129,9 +131,8 @@ export class Pool extends EventEmitter {
     const c: PgPoolConfig = typeof config === 'string' ? { connectionString: config } : (config ?? {})
     const max = c.max ?? 10
     const idleTimeoutMillis = c.idleTimeoutMillis ?? 10000
-    this.options = { ...c, max, idleTimeoutMillis }
-    // Kept out of inspect() and JSON, as pg-pool does.
-    if (c.password !== undefined) Object.defineProperty(this.options, 'password', { value: c.password, enumerable: false })
+    // A copy with the password and TLS key kept out of inspect() and JSON (pg-pool hides them too); read by name as usual.
+    this.options = Object.assign(safeConfig(c), { max, idleTimeoutMillis })
     const mapped = mapConfig(c, { textResults: true, rowMode: 'array' })
     this.types = mapped.types ?? new TypeOverrides()
     this.prepare = mapped.prepare
@@ -178,15 +179,7 @@ export class Pool extends EventEmitter {
 
   /** pg's pool.query(text | config, values?, callback?), pipelined over the pool's connections. */
   query(...args: unknown[]): any {
-    if (this.ending) {
-      const err = new Error('Cannot use a pool after calling end on the pool')
-      const cb = args.find((a) => typeof a === 'function') as ((e: Error) => void) | undefined
-      if (cb !== undefined) {
-        process.nextTick(() => cb(err))
-        return undefined
-      }
-      return Promise.reject(err)
-    }
+    if (this.ending) return refuseQuery(args, new Error('Cannot use a pool after calling end on the pool'))
     return pgQuery(this.session, this.core, args, undefined)
   }
 
