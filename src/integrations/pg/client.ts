@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events'
-import { Client as CoreClient, type Notification, type PgNotice } from '../../index.js'
+import { ConnectionError, Client as CoreClient, type Notification, type PgNotice } from '../../index.js'
 import { mapConfig, type PgClientConfig } from './config.js'
-import { pgQuery, refuseQuery, Session, type QueryHost } from './query.js'
-import { toPgError, toPgNotice } from './result.js'
+import { pgQuery, promiseWrapper, refuseQuery, Session, type QueryHost } from './query.js'
+import { lossError, toPgError, toPgNotice } from './result.js'
 import { TypeOverrides, type TypeFormat } from './types.js'
 import type { TextParser } from './parsers.js'
 import { safeSsl } from './secrets.js'
@@ -32,6 +32,8 @@ export class Client extends EventEmitter {
   private ended: Promise<void> | null = null
   private dead: Error | null = null
   private active = 0
+  /** pg's Promise option: the promises returned are of that library (bluebird, say). */
+  private readonly wrap: <T>(v: T) => T
   _connected = false
   /** pg's pipeline mode: queries are pipelined either way here; it changes what end() does with queries in flight, and refuses portals. */
   readonly pipeline: boolean
@@ -50,6 +52,7 @@ export class Client extends EventEmitter {
     this.connectionParameters = { user: this.user, database: this.database, port: this.port, host: this.host, ssl: safeSsl(mapped.ssl) }
     Object.defineProperty(this.connectionParameters, 'password', { value: mapped.password, enumerable: false })
     this.overrides = new TypeOverrides(mapped.types)
+    this.wrap = promiseWrapper(typeof config === 'object' && config !== null ? config.Promise : undefined)
     this.pipeline = typeof config === 'object' && config !== null && (config as PgClientConfig).pipeline === true
     this.hooks.pipeline = this.pipeline
     this.session = new Session(this.overrides, mapped.prepare, true, () => this.core.transactionStatus !== 'I')
@@ -67,9 +70,11 @@ export class Client extends EventEmitter {
     this.dead = err
     this._queryable = false
     const busy = this.core.pendingQueries > 0
-    this.core.destroy(err)
+    // Once pipegres is done with the loss (it re-queues what was never sent, for a new connection): then the client
+    // is closed, failing those too.
+    process.nextTick(() => this.core.destroy(err))
     // pg reports a lost connection on the query in flight, else on the client.
-    if (!busy) this.emit('error', toPgError(err))
+    if (!busy) this.emit('error', lossError(err))
     this.emit('end')
   }
 
@@ -110,7 +115,7 @@ export class Client extends EventEmitter {
         process.nextTick(() => callback(again))
         return undefined
       }
-      return Promise.reject(again)
+      return this.wrap(Promise.reject(again))
     }
     if (callback !== undefined) {
       this.connectPromise.then(
@@ -119,23 +124,27 @@ export class Client extends EventEmitter {
       )
       return undefined
     }
-    return this.connectPromise.then(() => this)
+    return this.wrap(this.connectPromise.then(() => this))
   }
 
   /** pg's query(text | config | Query | submittable, values?, callback?). */
   query(...args: unknown[]): any {
     if (this.dead !== null || this._ending) {
       const err = new Error(this.dead !== null ? 'Client has encountered a connection error and is not queryable' : 'Client was closed and is not queryable')
-      return refuseQuery(args, err)
+      return this.wrap(refuseQuery(args, err))
     }
     this.active++
-    return pgQuery(this.session, this.core, args, undefined, this.hooks)
+    return this.wrap(pgQuery(this.session, this.core, args, undefined, this.hooks))
   }
 
   /** pg's 'drain': emitted when no query is left, after the last one's callback, promise or events. */
   private readonly hooks: QueryHost = {
     settled: () => {
       if (--this.active === 0) this.emit('drain')
+    },
+    // pg's pipeline mode gives up the connection under a query that timed out; the queries behind it fail.
+    timedOut: () => {
+      if (this.pipeline) this.lost(new ConnectionError('PG_CONNECTION_CLOSED', 'the connection was closed after a query timed out in pipeline mode'))
     },
   }
 
@@ -169,7 +178,7 @@ export class Client extends EventEmitter {
       )
       return undefined
     }
-    return this.ended
+    return this.wrap(this.ended)
   }
 
   /** `await using client = new Client(...)`: end() when the scope exits, unless it was ended already. */

@@ -65,22 +65,11 @@ function fromString(cs: string | undefined): Partial<Record<Endpoint, string>> {
   if (cs === undefined) return {}
   const out: Partial<Record<Endpoint, string>> = {}
   if (!/^postgres(ql)?:\/\//i.test(cs)) {
-    // A keyword=value string: its keywords, read as libpq's parser would be overkill here; only which are present matters much.
+    // A keyword=value string: pipegres's parser reads it fully; this only learns what it gives for these keywords.
     for (const m of cs.matchAll(/(?:^|\s)(host|port|user|dbname|password)\s*=\s*('(?:[^'\\]|\\.)*'|\S*)/g)) {
       const key = m[1] === 'dbname' ? 'database' : (m[1] as Endpoint)
       out[key] = m[2]!.replace(/^'|'$/g, '').replace(/\\(.)/g, '$1')
     }
-    return out
-  }
-  let url: URL
-  try {
-    url = new URL(cs.replace(/^postgres(ql)?:/i, 'http:'))
-  } catch {
-    // Several hosts, or a socket path: present, whatever they are; pipegres's parser reads them.
-    const rest = cs.replace(/^postgres(ql)?:\/\//i, '')
-    const at = rest.lastIndexOf('@', rest.search(/[/?]|$/))
-    if (at > 0) out.user = '?'
-    out.host = '?'
     return out
   }
   const dec = (v: string): string => {
@@ -89,6 +78,18 @@ function fromString(cs: string | undefined): Partial<Record<Endpoint, string>> {
     } catch {
       return v
     }
+  }
+  let url: URL
+  try {
+    url = new URL(cs.replace(/^postgres(ql)?:/i, 'http:'))
+  } catch {
+    // Several hosts (h1:5432,h2) are no URL's authority: taken apart by hand, as given.
+    const rest = cs.replace(/^postgres(ql)?:\/\//i, '')
+    const authority = rest.slice(0, rest.search(/[/?]|$/))
+    const at = authority.lastIndexOf('@')
+    if (at > 0) out.user = dec(authority.slice(0, at).split(':')[0]!)
+    if (authority.length > at + 1) out.host = authority.slice(at + 1)
+    return out
   }
   if (url.hostname !== '') out.host = dec(url.hostname).replace(/^\[|\]$/g, '')
   if (url.port !== '') out.port = url.port

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events'
-import type { Client as CoreClient, Result as CoreResult } from '../../index.js'
+import { TimeoutError, type Client as CoreClient, type Result as CoreResult } from '../../index.js'
 import { Result, toPgError, toPgResult } from './result.js'
 import { typeSource, type TypeParserSource } from './types.js'
 import { isSubmittable, runSubmittable, type SubmitRunner } from './submit.js'
@@ -182,6 +182,18 @@ export interface QueryHost {
   settled?: () => void
   /** pg's pipeline mode: a portal kept open across round trips (a submittable, the rows option) is refused. */
   pipeline?: boolean
+  /** A query failed on its query_timeout. */
+  timedOut?: () => void
+}
+
+/**
+ * pg's Promise option: a library's promises (bluebird's, say) in place of
+ * native ones, made from the native promise with the library's resolve().
+ */
+export function promiseWrapper(lib: unknown): <T>(v: T) => T {
+  const resolve = typeof lib === 'function' && lib !== Promise ? (lib as { resolve?: unknown }).resolve : undefined
+  if (typeof resolve !== 'function') return (v) => v
+  return <T>(v: T): T => (v instanceof Promise ? (resolve.call(lib, v) as T) : v)
 }
 
 /**
@@ -213,6 +225,26 @@ export function refuseQuery(args: unknown[], err: Error): unknown {
   return Promise.reject(err)
 }
 
+/** Rejects with pg's 'Query read timeout' if `p` has not settled within `ms`, after calling `onTimeout`. */
+function giveUpAfter<T>(p: Promise<T>, ms: number, onTimeout: () => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error('Query read timeout'))
+      onTimeout()
+    }, ms)
+    p.then(
+      (r) => {
+        clearTimeout(timer)
+        resolve(r)
+      },
+      (err: unknown) => {
+        clearTimeout(timer)
+        reject(err as Error)
+      },
+    )
+  })
+}
+
 /** pg's message for a query with neither text nor a name, kept because code matches on it. */
 const NEITHER = 'A query must have either text or a name. Supplying neither is unsupported'
 
@@ -240,19 +272,9 @@ function deliver<T>(outcome: Promise<T>, cb: ((err: Error | null, r?: T) => void
     )
     return undefined
   }
-  if (settled === undefined) return outcome
-  return new Promise<T>((resolve, reject) => {
-    outcome.then(
-      (r) => {
-        resolve(r)
-        settled()
-      },
-      (err: Error) => {
-        reject(err)
-        settled()
-      },
-    )
-  })
+  // The caller's continuation runs after 'drain', as with pg (which resolves the promise, then emits 'drain' at once).
+  // Chained rather than wrapped in a new promise: pipegres's errors take the stack of the code that awaits them.
+  return settled === undefined ? outcome : outcome.finally(settled)
 }
 
 /**
@@ -308,12 +330,19 @@ export function pgQuery(session: Session, runner: Runner | Promise<Runner>, args
     }
     const cfg = c
     const qt = typeof c.query_timeout === 'number' && c.query_timeout > 0 ? c.query_timeout : timeout
-    promise = runner instanceof Promise ? runner.then((r) => run(session, r, cfg, qt)) : run(session, runner, c, qt)
+    // In pipeline mode pg does not cancel a query that timed out: it gives up the connection (timedOut), and the
+    // queries pipelined behind it fail with it. Cancelling instead would let those run, which pg code does not expect.
+    const own = host.pipeline && host.timedOut !== undefined ? qt : undefined
+    promise = runner instanceof Promise ? runner.then((r) => run(session, r, cfg, own === undefined ? qt : undefined)) : run(session, runner, c, own === undefined ? qt : undefined)
+    if (own !== undefined) promise = giveUpAfter(promise, own, host.timedOut!)
   } catch (err) {
     const cb = typeof values === 'function' ? values : typeof callback === 'function' ? callback : (config as QueryConfig | null)?.callback
     return deliver(Promise.reject(err as Error), typeof cb === 'function' ? (cb as Callback) : undefined, settled)
   }
-  const converted = promise.catch((err: unknown) => Promise.reject(toPgError(err) as Error))
+  const converted = promise.catch((err: unknown) => {
+    if (err instanceof TimeoutError) host.timedOut?.()
+    return Promise.reject(toPgError(err) as Error)
+  })
   return deliver(converted, c.callback, settled)
 }
 

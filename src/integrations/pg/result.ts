@@ -165,6 +165,17 @@ function copyFields<T extends DatabaseError | NoticeMessage>(target: T, e: PgErr
   return target
 }
 
+/** The server errors already reported for a lost connection: each of its queries gets a copy of the loss, with the same cause. */
+const reported = new WeakSet<PgError>()
+
+/** How pg reports a lost connection in an 'error' event: the server's reason when it gave one (57P01...). */
+export function lossError(err: unknown): Error {
+  if (!(err instanceof ConnectionError && err.cause instanceof PgError)) return toPgError(err) as Error
+  const out = copyFields(new DatabaseError(err.cause.message), err.cause)
+  Object.defineProperty(out, 'cause', { value: err, enumerable: false, writable: true, configurable: true })
+  return out
+}
+
 /** The error with pg's phrase added to its message, once. */
 function withPhrase(err: Error, phrase: string): Error {
   if (!err.message.includes(phrase)) err.message = `${err.message} (${phrase})`
@@ -177,9 +188,10 @@ export function toPgError(err: unknown): unknown {
   if (err instanceof TimeoutError) return new Error('Query read timeout', { cause: err })
   // The server said why before it closed the connection (57P01 from pg_terminate_backend, a shutdown): pg reports that error.
   if (err instanceof ConnectionError && err.cause instanceof PgError) {
-    const out = copyFields(new DatabaseError(err.cause.message), err.cause)
-    Object.defineProperty(out, 'cause', { value: err, enumerable: false, writable: true, configurable: true })
-    return out
+    // pg gives it to the query that was running; those queued behind it get 'Connection terminated unexpectedly'.
+    if (reported.has(err.cause)) return new Error('Connection terminated unexpectedly', { cause: err })
+    reported.add(err.cause)
+    return lossError(err)
   }
   // pg's words that applications match on, after pipegres's own account of what happened.
   if (err instanceof ConnectionError && err.code === 'PG_CONNECT_TIMEOUT') return withPhrase(err, 'timeout expired')

@@ -258,7 +258,12 @@ export class SubmitConnection extends EventEmitter {
       }
       if (results.length === 0) this.q.handleEmptyQuery?.(this)
     } catch (err) {
-      this.fail(err)
+      try {
+        this.fail(err)
+      } finally {
+        this.ready()
+      }
+      return
     }
     this.ready()
   }
@@ -278,9 +283,13 @@ export class SubmitConnection extends EventEmitter {
         },
         (err: unknown) => {
           this.stream.copyIn = null
-          this.fail(err)
-          this.ready()
-          resolve()
+          // A handler that throws (an 'error' nobody listens for) still leaves the connection to the next query.
+          try {
+            this.fail(err)
+          } finally {
+            this.ready()
+            resolve()
+          }
         },
       )
       // pipegres's writable buffers until the server is ready for the data, so the submittable may start at once.
