@@ -35,6 +35,7 @@ export interface PgClientConfig {
   prepare?: boolean
   binary?: boolean
   stream?: unknown
+  enableChannelBinding?: boolean
   /** pg's pipeline mode (see Client.pipeline). */
   pipeline?: boolean
   [key: string]: unknown
@@ -180,6 +181,8 @@ export function mapConfig(input: string | PgClientConfig | undefined, extra: Cli
   const qt = Number(c.query_timeout)
   if (qt > 0) o.queryTimeout = qt
   if (typeof c.connectionTimeoutMillis === 'number' && c.connectionTimeoutMillis >= 0) o.connectTimeout = c.connectionTimeoutMillis
+  // pg's enableChannelBinding: false keeps SCRAM from binding to the TLS channel; true is pipegres's default (bind when offered).
+  if (c.enableChannelBinding === false) o.channelBinding = 'disable'
   if (typeof c.keepAlive === 'boolean') o.keepAlive = c.keepAlive
   if (typeof c.keepAliveInitialDelayMillis === 'number' && c.keepAliveInitialDelayMillis > 0) o.keepAliveIdle = c.keepAliveInitialDelayMillis
   if (ssl === undefined && !hasSslMode) ssl = sslFromEnvironment()

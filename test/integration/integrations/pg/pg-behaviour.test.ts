@@ -242,3 +242,18 @@ test("pg's Promise option: connect(), query() and end() return that library's pr
   await ending
 })
 
+
+test("enableChannelBinding: false turns SCRAM's channel binding off", async () => {
+  const base = {
+    connectionString: `postgresql://${server.host}:${server.port}/${server.database}?channel_binding=require`,
+    user: server.users.scram.user,
+    password: server.users.scram.password,
+    ssl: false,
+  }
+  // channel_binding=require cannot be met without TLS: the option's false is what lets the connection through.
+  await assert.rejects(new Client(base).connect(), /channel binding/i)
+  const c = new Client({ ...base, enableChannelBinding: false })
+  await within(c.connect(), 'connect without channel binding')
+  assert.deepEqual((await c.query('SELECT current_user AS who')).rows, [{ who: server.users.scram.user }])
+  await c.end()
+})
