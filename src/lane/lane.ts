@@ -39,8 +39,8 @@ export interface LaneEvents {
   queryError?(code: string): void
   /** The connection answered everything sent on it (a pool's lane: its idle time starts). */
   idle?(): void
-  /** The connection was lost (not by end() or destroy()). */
-  disconnect(error: Error): void
+  /** The connection was lost (not by end() or destroy()); `processId` is the backend it had. */
+  disconnect(error: Error, processId: number): void
   /** The lane was ended (`error` null) or destroyed and its connection, if any, is gone. */
   close(error: Error | null): void
 }
@@ -267,7 +267,7 @@ export class Lane {
     this.closeError = err
     if (err !== null) {
       settleLostConnection(this.settings.backoff, this.settings.reconnectMaxDelay, conn.completedRequests > this.ownRequests, this.connectedAt)
-      this.settings.events.disconnect(err)
+      this.settings.events.disconnect(err, conn.processId)
     }
     // Requests that never reached the server go to the next connection, except
     // a holder's: its transaction died with the connection.

@@ -67,6 +67,13 @@ export interface PoolEvents {
    * its reservation released (`reservation` true). Its idle timeout starts then.
    */
   release: [reservation: boolean]
+  /**
+   * A connection was lost (the server closed it, the network broke), not
+   * ended by the pool: why, the backend's process id, and whether a
+   * reservation held it. The pool replaces it as needed; this is for code
+   * that wants to know (pipegres/pg reports it as pg does).
+   */
+  lost: [error: Error, processId: number, reserved: boolean]
   /** On several hosts: a host changed role, went down or came back, fell behind or caught up. */
   host: [host: HostInfo, change: HostChange]
 }

@@ -25,6 +25,8 @@ export interface PoolLaneSettings {
   notice(n: PgNotice, own: boolean): void
   orphaned(entry: PoolLane, reqs: Request[], err: Error, afterLoss: boolean): void
   idle(entry: PoolLane): void
+  /** One of the pool's own connections was lost (not ended by the pool). */
+  lost(entry: PoolLane, err: Error, processId: number): void
 }
 
 const none = (): void => {}
@@ -50,7 +52,7 @@ export function makePoolLane(s: PoolLaneSettings, listeners: Listeners | null, o
       notification: none,
       parameter: cluster === null ? none : (name) => cluster.parameter(entry!(), name),
       queryError: cluster === null ? none : (code) => code === '25006' && cluster.readOnlyRefusal(entry!()),
-      disconnect: none,
+      disconnect: entry === undefined ? none : (err, processId) => safely(() => s.lost(entry(), err, processId)),
       close: none,
       ...(entry !== undefined ? { idle: () => s.idle(entry()) } : {}),
     },

@@ -104,6 +104,9 @@ export class Pool extends Queryable {
       },
       orphaned: (entry, reqs, err, afterLoss) => this.#orphaned(entry, reqs, err, afterLoss),
       idle: (entry) => this.#idle(entry),
+      lost: (entry, err, processId) => {
+        if (this.#emitter.listenerCount('lost') > 0) this.#emitter.emit('lost', err, processId, entry.reserved !== null)
+      },
     }
     exposeInternals(this, { emitter: this.#emitter, lanes: () => [...this.#lanes.map((l) => l.lane), ...(this.#notifier === null ? [] : [this.#notifier.lane])] })
   }

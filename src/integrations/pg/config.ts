@@ -1,5 +1,7 @@
 import type { ClientOptions, SslMode } from '../../index.js'
+import { ownProperties } from './secrets.js'
 import { typeSource, type TypeParserSource } from './types.js'
+import { defaults } from './values.js'
 
 // pg's configuration names mapped onto pipegres's settings. Names pg knows
 // but has no use for here are ignored, as pg ignores names it does not know.
@@ -33,6 +35,9 @@ export interface PgClientConfig {
   prepare?: boolean
   binary?: boolean
   stream?: unknown
+  enableChannelBinding?: boolean
+  /** pg's pipeline mode (see Client.pipeline). */
+  pipeline?: boolean
   [key: string]: unknown
 }
 
@@ -46,6 +51,57 @@ export interface MappedConfig {
   database: string | undefined
   port: number
   host: string
+  password: unknown
+  /** pg's ssl setting as given (the option, else the connection string's or PGSSLMODE's). */
+  ssl: PgClientConfig['ssl']
+}
+
+type Endpoint = 'host' | 'port' | 'user' | 'database' | 'password'
+const ENV: Record<Endpoint, string> = { host: 'PGHOST', port: 'PGPORT', user: 'PGUSER', database: 'PGDATABASE', password: 'PGPASSWORD' }
+/** pg.defaults as this module found them: a setting an application changed since is passed on, one it left is left to pipegres's own defaults. */
+const initialDefaults: Record<Endpoint, unknown> = { host: defaults.host, port: defaults.port, user: defaults.user, database: defaults.database, password: defaults.password }
+
+/** The endpoint settings a connection string gives (a URL's host, port, user, password, database; query parameters too). */
+function fromString(cs: string | undefined): Partial<Record<Endpoint, string>> {
+  if (cs === undefined) return {}
+  const out: Partial<Record<Endpoint, string>> = {}
+  if (!/^postgres(ql)?:\/\//i.test(cs)) {
+    // A keyword=value string: pipegres's parser reads it fully; this only learns what it gives for these keywords.
+    for (const m of cs.matchAll(/(?:^|\s)(host|port|user|dbname|password)\s*=\s*('(?:[^'\\]|\\.)*'|\S*)/g)) {
+      const key = m[1] === 'dbname' ? 'database' : (m[1] as Endpoint)
+      out[key] = m[2]!.replace(/^'|'$/g, '').replace(/\\(.)/g, '$1')
+    }
+    return out
+  }
+  const dec = (v: string): string => {
+    try {
+      return decodeURIComponent(v)
+    } catch {
+      return v
+    }
+  }
+  let url: URL
+  try {
+    url = new URL(cs.replace(/^postgres(ql)?:/i, 'http:'))
+  } catch {
+    // Several hosts (h1:5432,h2) are no URL's authority: taken apart by hand, as given.
+    const rest = cs.replace(/^postgres(ql)?:\/\//i, '')
+    const authority = rest.slice(0, rest.search(/[/?]|$/))
+    const at = authority.lastIndexOf('@')
+    if (at > 0) out.user = dec(authority.slice(0, at).split(':')[0]!)
+    if (authority.length > at + 1) out.host = authority.slice(at + 1)
+    return out
+  }
+  if (url.hostname !== '') out.host = dec(url.hostname).replace(/^\[|\]$/g, '')
+  if (url.port !== '') out.port = url.port
+  if (url.username !== '') out.user = dec(url.username)
+  if (url.password !== '') out.password = dec(url.password)
+  if (url.pathname.length > 1) out.database = dec(url.pathname.slice(1))
+  for (const [k, v] of url.searchParams) {
+    if (k === 'host' || k === 'port' || k === 'user' || k === 'password') out[k] = v
+    else if (k === 'dbname') out.database = v
+  }
+  return out
 }
 
 const sslModes = new Set(['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'])
@@ -125,19 +181,43 @@ export function mapConfig(input: string | PgClientConfig | undefined, extra: Cli
   const qt = Number(c.query_timeout)
   if (qt > 0) o.queryTimeout = qt
   if (typeof c.connectionTimeoutMillis === 'number' && c.connectionTimeoutMillis >= 0) o.connectTimeout = c.connectionTimeoutMillis
+  // pg's enableChannelBinding: false keeps SCRAM from binding to the TLS channel; true is pipegres's default (bind when offered).
+  if (c.enableChannelBinding === false) o.channelBinding = 'disable'
   if (typeof c.keepAlive === 'boolean') o.keepAlive = c.keepAlive
   if (typeof c.keepAliveInitialDelayMillis === 'number' && c.keepAliveInitialDelayMillis > 0) o.keepAliveIdle = c.keepAliveInitialDelayMillis
   if (ssl === undefined && !hasSslMode) ssl = sslFromEnvironment()
   applySsl(o, ssl, hasSslMode)
-  const host = c.host !== undefined && c.host !== null ? String(c.host) : (process.env.PGHOST ?? 'localhost')
+  // pg's order: the configuration (a connection string's settings included), then PG* variables, then pg.defaults as they are now.
+  const given = fromString(o.connectionString)
+  const effective = {} as Record<Endpoint, unknown>
+  for (const key of ['host', 'port', 'user', 'database', 'password'] as const) {
+    const own = (o as Record<string, unknown>)[key]
+    if (own !== undefined) effective[key] = own
+    else if (given[key] !== undefined) effective[key] = given[key]
+    else if (process.env[ENV[key]] !== undefined && process.env[ENV[key]] !== '') effective[key] = process.env[ENV[key]]
+    else {
+      const value = (defaults as Record<string, unknown>)[key]
+      effective[key] = value
+      if (value !== initialDefaults[key] && value !== undefined && value !== null) {
+        ;(o as Record<string, unknown>)[key] = key === 'port' ? Number(value) : key === 'password' ? value : String(value)
+      }
+    }
+  }
+  const user = effective.user === undefined || effective.user === null ? undefined : String(effective.user)
+  // Without a database, the user's name (in pg and in libpq).
+  if (effective.database === undefined || effective.database === null) {
+    effective.database = user
+  }
   return {
     options: o,
     types: typeSource(c.types, 'the types option'),
     prepare: typeof c.prepare === 'boolean' ? c.prepare : 'auto',
-    user: o.user ?? process.env.PGUSER ?? process.env.USER,
-    database: o.database ?? process.env.PGDATABASE,
-    port: o.port as number | undefined ?? (Number(process.env.PGPORT) || 5432),
-    host,
+    user,
+    database: effective.database === undefined ? undefined : String(effective.database),
+    port: Number(effective.port) || 5432,
+    host: effective.host === undefined || effective.host === null ? 'localhost' : String(effective.host),
+    password: effective.password ?? null,
+    ssl,
   }
 }
 
@@ -159,7 +239,8 @@ function applySsl(o: ClientOptions, ssl: PgClientConfig['ssl'], hasSslMode: bool
     o.sslrootcert = 'system'
     return
   }
-  const { rejectUnauthorized, sslmode, ...tls } = ssl as { rejectUnauthorized?: boolean; sslmode?: string }
+  // Every own property: a caller may have made its key non-enumerable to keep it out of logs.
+  const { rejectUnauthorized, sslmode, ...tls } = ownProperties(ssl) as { rejectUnauthorized?: boolean; sslmode?: string }
   if (sslmode !== undefined && !sslModes.has(sslmode)) throw new TypeError(`ssl.sslmode ${JSON.stringify(sslmode)} is not a known sslmode`)
   const mode: SslMode = rejectUnauthorized === false ? 'require' : 'verify-full'
   o.sslmode = mode

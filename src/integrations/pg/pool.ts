@@ -1,10 +1,11 @@
 import { EventEmitter } from 'node:events'
 import { Pool as CorePool, type ReservedClient, type PgNotice } from '../../index.js'
 import { mapConfig, type PgClientConfig } from './config.js'
-import { pgQuery, Session, type PrepareMode } from './query.js'
-import { toPgError, toPgNotice } from './result.js'
+import { pgQuery, promiseWrapper, refuseQuery, Session, type PrepareMode, type QueryHost } from './query.js'
+import { lossError, toPgError, toPgNotice } from './result.js'
 import { TypeOverrides, type TypeFormat, type TypeParserSource } from './types.js'
 import type { TextParser } from './parsers.js'
+import { safeConfig } from './secrets.js'
 import { escapeIdentifier, escapeLiteral } from './values.js'
 
 /** pg-pool's settings, on top of a client's. */
@@ -26,6 +27,8 @@ type ConnectCallback = (err: Error | undefined, client?: PoolClient, done?: (rel
 export class PoolClient extends EventEmitter {
   /** The reservation while checked out. */
   reserved: ReservedClient | null = null
+  /** Its connection was lost while checked out: as with pg, it takes no more queries. */
+  lost = false
   /** The last release() under way: the pool's clean-up (a ROLLBACK, its hooks) of the connection. */
   private releasing: Promise<void> = Promise.resolve()
   readonly session: Session
@@ -44,16 +47,18 @@ export class PoolClient extends EventEmitter {
 
   query(...args: unknown[]): any {
     const r = this.reserved
-    if (r === null) {
-      const err = new Error('Client was released to the pool and is not queryable')
-      const cb = args.find((a) => typeof a === 'function') as ((e: Error) => void) | undefined
-      if (cb !== undefined) {
-        process.nextTick(() => cb(err))
-        return undefined
-      }
-      return Promise.reject(err)
-    }
-    return pgQuery(this.session, r, args, undefined)
+    if (r === null) return refuseQuery(args, new Error('Client was released to the pool and is not queryable'))
+    if (this.lost) return refuseQuery(args, new Error('Client has encountered a connection error and is not queryable'))
+    this.active++
+    return pgQuery(this.session, r, args, undefined, this.host)
+  }
+
+  private active = 0
+  /** pg's 'drain' on a checked-out client too: code that releases it on 'drain' relies on it. */
+  private readonly host: QueryHost = {
+    settled: () => {
+      if (--this.active === 0) this.emit('drain')
+    },
   }
 
   /**
@@ -121,17 +126,19 @@ export class Pool extends EventEmitter {
   private readonly clients = new Map<number, PoolClient>()
   private readonly connectTimeout: number
   private endPromise: Promise<void> | null = null
+  /** pg-pool's Promise option (see Client). */
+  private readonly wrap: <T>(v: T) => T
   ending = false
   ended = false
 
   constructor(config?: PgPoolConfig | string) {
     super()
     const c: PgPoolConfig = typeof config === 'string' ? { connectionString: config } : (config ?? {})
+    this.wrap = promiseWrapper(c.Promise)
     const max = c.max ?? 10
     const idleTimeoutMillis = c.idleTimeoutMillis ?? 10000
-    this.options = { ...c, max, idleTimeoutMillis }
-    // Kept out of inspect() and JSON, as pg-pool does.
-    if (c.password !== undefined) Object.defineProperty(this.options, 'password', { value: c.password, enumerable: false })
+    // A copy with the password and TLS key kept out of inspect() and JSON (pg-pool hides them too); read by name as usual.
+    this.options = Object.assign(safeConfig(c), { max, idleTimeoutMillis })
     const mapped = mapConfig(c, { textResults: true, rowMode: 'array' })
     this.types = mapped.types ?? new TypeOverrides()
     this.prepare = mapped.prepare
@@ -145,6 +152,17 @@ export class Pool extends EventEmitter {
       maxLifetime: typeof c.maxLifetimeSeconds === 'number' ? c.maxLifetimeSeconds * 1000 : 0,
     })
     this.core.on('notice', (n: PgNotice) => this.emit('notice', toPgNotice(n)))
+    // A connection lost while checked out is reported on that checkout, one lost while idle on the pool, as pg-pool
+    // does; only to listeners: pipegres replaces the connection, so nobody listening is no reason to crash.
+    this.core.on('lost', (err: Error, processId: number, reserved: boolean) => {
+      const client = this.clients.get(processId)
+      this.clients.delete(processId)
+      const e = lossError(err)
+      if (reserved) {
+        if (client !== undefined && client.reserved !== null) client.lost = true
+        if (client !== undefined && client.reserved !== null && client.listenerCount('error') > 0) client.emit('error', e)
+      } else if (this.listenerCount('error') > 0) this.emit('error', e, client)
+    })
     // pool.query() checks nothing out, but listeners of 'release' (Vercel's
     // attachDatabasePool) learn from it when the pool's connections go idle:
     // they hear it too when a query leaves its connection idle. Asked of the
@@ -178,23 +196,15 @@ export class Pool extends EventEmitter {
 
   /** pg's pool.query(text | config, values?, callback?), pipelined over the pool's connections. */
   query(...args: unknown[]): any {
-    if (this.ending) {
-      const err = new Error('Cannot use a pool after calling end on the pool')
-      const cb = args.find((a) => typeof a === 'function') as ((e: Error) => void) | undefined
-      if (cb !== undefined) {
-        process.nextTick(() => cb(err))
-        return undefined
-      }
-      return Promise.reject(err)
-    }
-    return pgQuery(this.session, this.core, args, undefined)
+    if (this.ending) return this.wrap(refuseQuery(args, new Error('Cannot use a pool after calling end on the pool')))
+    return this.wrap(pgQuery(this.session, this.core, args, undefined))
   }
 
   connect(): Promise<PoolClient>
   connect(callback: ConnectCallback): undefined
   connect(callback?: ConnectCallback): Promise<PoolClient> | undefined {
     const p = this.acquire()
-    if (callback === undefined) return p
+    if (callback === undefined) return this.wrap(p)
     p.then(
       (client) => callback(undefined, client, (err) => client.release(err)),
       // pg-pool hands a release function even with an error, so that callers may call it unconditionally.
@@ -269,7 +279,7 @@ export class Pool extends EventEmitter {
         process.nextTick(() => callback(err))
         return undefined
       }
-      return Promise.reject(err)
+      return this.wrap(Promise.reject(err))
     }
     this.ending = true
     this.endPromise = this.core.end().then(() => {
@@ -282,6 +292,6 @@ export class Pool extends EventEmitter {
       )
       return undefined
     }
-    return this.endPromise
+    return this.wrap(this.endPromise)
   }
 }

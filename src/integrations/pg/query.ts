@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events'
-import type { Client as CoreClient, Result as CoreResult } from '../../index.js'
+import { TimeoutError, type Client as CoreClient, type Result as CoreResult } from '../../index.js'
 import { Result, toPgError, toPgResult } from './result.js'
 import { typeSource, type TypeParserSource } from './types.js'
+import { isSubmittable, runSubmittable, type SubmitRunner } from './submit.js'
 import { prepareValue } from './values.js'
 
 // One place for pg's query(text | config, values?, callback?) on a client, a
@@ -100,6 +101,8 @@ export class Query extends EventEmitter {
   rowMode: 'array' | undefined
   types: TypeParserSource | undefined
   callback: Callback | undefined
+  /** pg's row limit per round trip; results come whole here, and pipeline mode refuses it as pg does. */
+  rows: number | undefined
 
   constructor(config: string | QueryConfig, values?: unknown[] | Callback, callback?: Callback) {
     super()
@@ -110,12 +113,16 @@ export class Query extends EventEmitter {
     this.rowMode = c.rowMode
     this.types = c.types
     this.callback = c.callback
+    this.rows = (c as { rows?: number }).rows
   }
 }
 
 function normalize(config: unknown, values: unknown, callback: unknown): QueryConfig {
   if (config === null || config === undefined) throw new TypeError('Client was passed a null or undefined query')
   const c: QueryConfig = typeof config === 'string' ? { text: config } : { ...(config as QueryConfig) }
+  if (typeof c.text !== 'string' && c.text !== null && typeof c.name !== 'string') {
+    throw new TypeError(`${NEITHER}: the text must be a string${c.text === undefined ? '' : `, not ${typeof c.text}`}`)
+  }
   if (typeof values === 'function') c.callback = values as Callback
   else if (values !== undefined && values !== null) c.values = values as unknown[]
   if (typeof callback === 'function') c.callback = callback as Callback
@@ -169,74 +176,206 @@ function run(session: Session, runner: Runner, config: QueryConfig, timeout: num
   })
 }
 
+/** How a client runs pg's query(...): hooks of the client issuing it. */
+export interface QueryHost {
+  /** Called once the query is over, after its callback, promise or 'end'/'error' (pg's 'drain' follows them). */
+  settled?: () => void
+  /** pg's pipeline mode: a portal kept open across round trips (a submittable, the rows option) is refused. */
+  pipeline?: boolean
+  /** A query failed on its query_timeout. */
+  timedOut?: () => void
+}
+
+/**
+ * pg's Promise option: a library's promises (bluebird's, say) in place of
+ * native ones, made from the native promise with the library's resolve().
+ */
+export function promiseWrapper(lib: unknown): <T>(v: T) => T {
+  const resolve = typeof lib === 'function' && lib !== Promise ? (lib as { resolve?: unknown }).resolve : undefined
+  if (typeof resolve !== 'function') return (v) => v
+  return <T>(v: T): T => (v instanceof Promise ? (resolve.call(lib, v) as T) : v)
+}
+
+/**
+ * A query the client cannot take (closed, released): the error goes where its
+ * outcome would have gone: a Query's or submittable's handlers, the callback,
+ * or the promise returned.
+ */
+export function refuseQuery(args: unknown[], err: Error): unknown {
+  const [config] = args
+  const cb = args.find((a) => typeof a === 'function') as Callback | undefined
+  if (config instanceof Query) {
+    if (cb !== undefined) config.callback = cb
+    process.nextTick(() => (config.callback !== undefined ? config.callback(err) : config.emit('error', err)))
+    return config
+  }
+  if (isSubmittable(config)) {
+    process.nextTick(() => {
+      if (typeof config.handleError === 'function') config.handleError(err, undefined as never)
+      else (cb ?? (config.callback as Callback | undefined))?.(err)
+    })
+    return config
+  }
+  const own = (config as QueryConfig | null)?.callback
+  const callback = cb ?? (typeof own === 'function' ? own : undefined)
+  if (callback !== undefined) {
+    process.nextTick(() => callback(err))
+    return undefined
+  }
+  return Promise.reject(err)
+}
+
+/** Rejects with pg's 'Query read timeout' if `p` has not settled within `ms`, after calling `onTimeout`. */
+function giveUpAfter<T>(p: Promise<T>, ms: number, onTimeout: () => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error('Query read timeout'))
+      onTimeout()
+    }, ms)
+    p.then(
+      (r) => {
+        clearTimeout(timer)
+        resolve(r)
+      },
+      (err: unknown) => {
+        clearTimeout(timer)
+        reject(err as Error)
+      },
+    )
+  })
+}
+
+/** pg's message for a query with neither text nor a name, kept because code matches on it. */
+const NEITHER = 'A query must have either text or a name. Supplying neither is unsupported'
+
+/**
+ * Delivers a query's outcome to its callback, or to the promise returned,
+ * then calls `settled`: pg emits 'drain' after the query's own callback.
+ */
+function deliver<T>(outcome: Promise<T>, cb: ((err: Error | null, r?: T) => void) | undefined, settled: (() => void) | undefined): Promise<T> | undefined {
+  if (cb !== undefined) {
+    outcome.then(
+      (r) => {
+        try {
+          cb(null, r)
+        } finally {
+          settled?.()
+        }
+      },
+      (err: Error) => {
+        try {
+          cb(err)
+        } finally {
+          settled?.()
+        }
+      },
+    )
+    return undefined
+  }
+  // The caller's continuation runs after 'drain', as with pg (which resolves the promise, then emits 'drain' at once).
+  // Chained rather than wrapped in a new promise: pipegres's errors take the stack of the code that awaits them.
+  return settled === undefined ? outcome : outcome.finally(settled)
+}
+
 /**
  * Runs pg's query(...) arguments on `runner`. With a callback (an argument or
- * the config's), returns undefined and calls it; with a Query, returns the
- * Query; else returns a promise, rejected with pg's errors.
+ * the config's), returns undefined and calls it; with a Query or another
+ * submittable, returns it; else returns a promise, rejected with pg's errors.
+ * Nothing is thrown: a refused query fails through its callback or promise.
  */
-export function pgQuery(session: Session, runner: Runner | Promise<Runner>, args: unknown[], timeout: number | undefined, settled?: () => void): unknown {
+export function pgQuery(session: Session, runner: Runner | Promise<Runner>, args: unknown[], timeout: number | undefined, host: QueryHost = {}): unknown {
   const [config, values, callback] = args
+  const settled = host.settled
   if (config instanceof Query) {
     if (typeof values === 'function') config.callback = values as Callback
     else if (typeof callback === 'function') config.callback = callback as Callback
     if (Array.isArray(values)) config.values = values
-    runQueryObject(session, runner, config, timeout, settled)
+    runQueryObject(session, runner, config, timeout, host)
     return config
   }
-  if (config !== null && typeof config === 'object' && typeof (config as { submit?: unknown }).submit === 'function') {
-    throw new TypeError('pipegres/pg does not run submittable objects (pg-cursor, pg-query-stream): use pipegres\'s cursor() and stream() instead')
+  if (isSubmittable(config)) {
+    const q = config
+    if (q.callback === undefined || q.callback === null) {
+      if (typeof values === 'function') q.callback = values
+      else if (typeof callback === 'function') q.callback = callback
+    }
+    const refuse = (err: Error): void => {
+      process.nextTick(() => {
+        try {
+          if (typeof q.handleError === 'function') q.handleError(err, undefined as never)
+          else if (typeof q.callback === 'function') (q.callback as Callback)(err)
+        } finally {
+          settled?.()
+        }
+      })
+    }
+    if (host.pipeline) refuse(new Error('Custom query classes such as pg-cursor and pg-query-stream are not supported in pipeline mode: a portal kept open across round trips would take the answers of the queries pipelined behind it'))
+    else {
+      const go = (r: Runner): Promise<void> => runSubmittable(r as SubmitRunner, q, session.types)
+      const over = runner instanceof Promise ? runner.then(go) : go(runner)
+      over.then(settled, (err: Error) => {
+        // The pool could not give a connection.
+        if (typeof q.handleError === 'function') q.handleError(toPgError(err) as Error, undefined as never)
+        settled?.()
+      })
+    }
+    return q
   }
   let c: QueryConfig
   let promise: Promise<Result | Result[]>
   try {
     c = normalize(config, values, callback)
+    if (host.pipeline && Number((c as { rows?: unknown }).rows) > 0) {
+      throw new Error('The `rows` option is not supported in pipeline mode: a portal kept open across round trips would take the answers of the queries pipelined behind it')
+    }
     const cfg = c
     const qt = typeof c.query_timeout === 'number' && c.query_timeout > 0 ? c.query_timeout : timeout
-    promise = runner instanceof Promise ? runner.then((r) => run(session, r, cfg, qt)) : run(session, runner, c, qt)
+    // In pipeline mode pg does not cancel a query that timed out: it gives up the connection (timedOut), and the
+    // queries pipelined behind it fail with it. Cancelling instead would let those run, which pg code does not expect.
+    const own = host.pipeline && host.timedOut !== undefined ? qt : undefined
+    promise = runner instanceof Promise ? runner.then((r) => run(session, r, cfg, own === undefined ? qt : undefined)) : run(session, runner, c, own === undefined ? qt : undefined)
+    if (own !== undefined) promise = giveUpAfter(promise, own, host.timedOut!)
   } catch (err) {
     const cb = typeof values === 'function' ? values : typeof callback === 'function' ? callback : (config as QueryConfig | null)?.callback
-    if (settled !== undefined) process.nextTick(settled)
-    if (typeof cb === 'function') {
-      process.nextTick(() => (cb as Callback)(err as Error))
-      return undefined
-    }
-    return Promise.reject(err as Error)
+    return deliver(Promise.reject(err as Error), typeof cb === 'function' ? (cb as Callback) : undefined, settled)
   }
-  let converted = promise.catch((err: unknown) => Promise.reject(toPgError(err)))
-  if (settled !== undefined) {
-    converted = converted.finally(settled)
-  }
-  if (c.callback !== undefined) {
-    const cb = c.callback
-    converted.then(
-      (r) => cb(null, r),
-      (err: Error) => cb(err),
-    )
-    return undefined
-  }
-  return converted
+  const converted = promise.catch((err: unknown) => {
+    if (err instanceof TimeoutError) host.timedOut?.()
+    return Promise.reject(toPgError(err) as Error)
+  })
+  return deliver(converted, c.callback, settled)
 }
 
-function runQueryObject(session: Session, runner: Runner | Promise<Runner>, q: Query, timeout: number | undefined, settled?: () => void): void {
+function runQueryObject(session: Session, runner: Runner | Promise<Runner>, q: Query, timeout: number | undefined, host: QueryHost): void {
   const config: QueryConfig = { text: q.text, values: q.values, name: q.name, rowMode: q.rowMode, types: q.types }
   // Issued now, not a tick later: queries issued after this one must not overtake it.
   let started: Promise<Result | Result[]>
   try {
-    started = runner instanceof Promise ? runner.then((r) => run(session, r, config, timeout)) : run(session, runner, config, timeout)
+    if (host.pipeline && Number(q.rows) > 0) throw new Error('The `rows` option is not supported in pipeline mode')
+    const c = normalize(config, undefined, undefined)
+    started = runner instanceof Promise ? runner.then((r) => run(session, r, c, timeout)) : run(session, runner, c, timeout)
   } catch (err) {
     started = Promise.reject(err as Error)
   }
-  if (settled !== undefined) started.then(settled, settled)
   started.then(
     (res) => {
-      for (const r of Array.isArray(res) ? res : [res]) for (const row of r.rows) q.emit('row', row, r)
-      q.callback?.(null, res)
-      q.emit('end', res)
+      try {
+        for (const r of Array.isArray(res) ? res : [res]) for (const row of r.rows) q.emit('row', row, r)
+        q.callback?.(null, res)
+        q.emit('end', res)
+      } finally {
+        host.settled?.()
+      }
     },
     (err: unknown) => {
       const e = toPgError(err) as Error
-      q.callback?.(e)
-      if (q.callback === undefined || q.listenerCount('error') > 0) q.emit('error', e)
+      try {
+        // As pg: the callback if there is one, else the 'error' event.
+        if (q.callback !== undefined) q.callback(e)
+        else q.emit('error', e)
+      } finally {
+        host.settled?.()
+      }
     },
   )
 }

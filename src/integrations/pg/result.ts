@@ -1,4 +1,4 @@
-import { ConnectionError, PgError, TimeoutError, type Field, type PgNotice, type Result as CoreResult } from '../../index.js'
+import { ConnectionError, PgError, ProtocolError, TimeoutError, type Field, type PgNotice, type Result as CoreResult } from '../../index.js'
 import type { TextParser } from './parsers.js'
 import type { TypeParserSource } from './types.js'
 
@@ -165,10 +165,37 @@ function copyFields<T extends DatabaseError | NoticeMessage>(target: T, e: PgErr
   return target
 }
 
+/** The server errors already reported for a lost connection: each of its queries gets a copy of the loss, with the same cause. */
+const reported = new WeakSet<PgError>()
+
+/** How pg reports a lost connection in an 'error' event: the server's reason when it gave one (57P01...). */
+export function lossError(err: unknown): Error {
+  if (!(err instanceof ConnectionError && err.cause instanceof PgError)) return toPgError(err) as Error
+  const out = copyFields(new DatabaseError(err.cause.message), err.cause)
+  Object.defineProperty(out, 'cause', { value: err, enumerable: false, writable: true, configurable: true })
+  return out
+}
+
+/** The error with pg's phrase added to its message, once. */
+function withPhrase(err: Error, phrase: string): Error {
+  if (!err.message.includes(phrase)) err.message = `${err.message} (${phrase})`
+  return err
+}
+
 /** A server error as pg's DatabaseError (its stack kept); anything else unchanged. */
 export function toPgError(err: unknown): unknown {
   // pg's client-side query_timeout gives this message (pipegres also cancels the query on the server).
   if (err instanceof TimeoutError) return new Error('Query read timeout', { cause: err })
+  // The server said why before it closed the connection (57P01 from pg_terminate_backend, a shutdown): pg reports that error.
+  if (err instanceof ConnectionError && err.cause instanceof PgError) {
+    // pg gives it to the query that was running; those queued behind it get 'Connection terminated unexpectedly'.
+    if (reported.has(err.cause)) return new Error('Connection terminated unexpectedly', { cause: err })
+    reported.add(err.cause)
+    return lossError(err)
+  }
+  // pg's words that applications match on, after pipegres's own account of what happened.
+  if (err instanceof ConnectionError && err.code === 'PG_CONNECT_TIMEOUT') return withPhrase(err, 'timeout expired')
+  if (err instanceof ProtocolError) return withPhrase(err, 'invalid response')
   // pg's messages for a connection ended by end() and for one lost; pipegres's error is the cause.
   if (err instanceof ConnectionError && (err.code === 'PG_CONNECTION_ENDED' || err.code === 'PG_CONNECTION_CLOSED' || err.code === 'PG_CONNECTION_RESET')) {
     return new Error(err.code === 'PG_CONNECTION_ENDED' ? 'Connection terminated' : 'Connection terminated unexpectedly', { cause: err })

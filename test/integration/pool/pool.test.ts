@@ -105,6 +105,24 @@ test('a broken connection is replaced; queries not yet sent on it run elsewhere'
   assert.ok(after.every((r) => r.rows[0]!.pid !== victim))
 })
 
+test("'lost' tells of a connection the server closed: its error, its backend, and whether a reservation held it", async () => {
+  const pool = await newPool({ max: 2 })
+  const seen: [string | undefined, number, boolean][] = []
+  pool.on('lost', (err, pid, reserved) => seen.push([(err.cause as { code?: string } | undefined)?.code, pid, reserved]))
+  const reserved = await pool.reserve()
+  const held = (await reserved.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
+  await adminQuery(`SELECT pg_terminate_backend(${held})`)
+  await until('the lost reservation', () => seen.length === 1, 10_000)
+  await reserved.release()
+  const shared = (await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
+  await adminQuery(`SELECT pg_terminate_backend(${shared})`)
+  await until('the lost idle connection', () => seen.length === 2, 10_000)
+  assert.deepEqual(seen, [['57P01', held, true], ['57P01', shared, false]])
+  // Ended by the pool: not lost.
+  await pool.end()
+  assert.equal(seen.length, 2)
+})
+
 test('reserve() hands out a connection exclusively; pool queries go to the others meanwhile', async () => {
   const pool = await newPool({ max: 2 })
   const r = await pool.reserve()

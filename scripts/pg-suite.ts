@@ -1,0 +1,91 @@
+// `npm run test:pg-suite [RUN_SUITE]`: node-postgres's own integration tests
+// against pipegres/pg. It starts a PostgreSQL 15 of its own, set up as pg's CI
+// sets one up (a ci_db_test database, two roles that log in by SCRAM only, TLS
+// on), runs the suite's run-suite.sh against the built pipegres/pg
+// (dist/integrations/pg/index.js, from `npm run build`), prints its count and
+// fails below MIN_PASSING files.
+//
+// RUN_SUITE: the path of run-suite.sh, from the argument, else PIPEGRES_PG_SUITE,
+// else ../shared/peers/pg/run-suite.sh beside the repository. PIPEGRES_PG15_BIN
+// overrides the server's bin directory.
+
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { BootstrapConnection, sqlLiteral } from '../test/support/servers/bootstrap-sql.js'
+import { startServer, stopAll, stopAllOnSignals } from '../test/support/servers/postgres.js'
+
+const MIN_PASSING = 75
+/** The whole run: 79 files, each bounded by run-suite.sh itself (90 s by default), rarely more than a few seconds. */
+const SUITE_TIMEOUT_MS = 30 * 60_000
+
+// build/scripts/pg-suite.js → the repository root.
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
+const suite = resolve(root, process.argv[2] ?? process.env.PIPEGRES_PG_SUITE ?? join('..', 'shared', 'peers', 'pg', 'run-suite.sh'))
+const moduleFile = join(root, 'dist', 'integrations', 'pg', 'index.js')
+const binDir = process.env.PIPEGRES_PG15_BIN || '/usr/lib/postgresql/15/bin'
+
+function fail(message: string): never {
+  console.error(`pg-suite: ${message}`)
+  process.exit(2)
+}
+
+if (!existsSync(suite)) fail(`no run-suite.sh at ${suite}: pass its path as the argument or in PIPEGRES_PG_SUITE`)
+if (!existsSync(moduleFile)) fail(`no ${moduleFile}: run \`npm run build\` first`)
+if (!existsSync(join(binDir, 'postgres'))) fail(`no PostgreSQL at ${binDir}: install PostgreSQL 15 or set PIPEGRES_PG15_BIN`)
+
+stopAllOnSignals()
+const server = await startServer({ binDir, name: 'pg-suite' })
+let code = 1
+try {
+  const conn = await BootstrapConnection.open({ path: join(server.socketDir, `.s.PGSQL.${server.port}`) }, { user: 'postgres' })
+  try {
+    // The roles' passwords are the ones run-suite.sh exports; the harness's last pg_hba.conf line admits them by SCRAM alone.
+    await conn.query('CREATE DATABASE ci_db_test')
+    await conn.query(`CREATE ROLE scram_test LOGIN PASSWORD ${sqlLiteral('test4scram')}`)
+    await conn.query(`CREATE ROLE scram_unicode_test LOGIN PASSWORD ${sqlLiteral('IX-\u2168')}`)
+  } finally {
+    await conn.close()
+  }
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PGHOST: server.host,
+    PGPORT: String(server.port),
+    PGUSER: server.superuser.user,
+    PGPASSWORD: server.superuser.password,
+    PGDATABASE: 'ci_db_test',
+  }
+  for (const k of ['PGSSLMODE', 'PGSERVICE', 'PGPASSFILE', 'PGOPTIONS', 'DATABASE_URL']) delete env[k]
+  console.log(`pg-suite: PostgreSQL ${server.versionString.replace(/^\D*/, '')} on port ${server.port}; running ${suite}`)
+  const output = await new Promise<string>((done, reject) => {
+    const child = spawn('bash', [suite, moduleFile], { env, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+      process.stdout.write(chunk)
+    })
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM')
+      reject(new Error(`run-suite.sh did not finish within ${SUITE_TIMEOUT_MS / 60_000} minutes`))
+    }, SUITE_TIMEOUT_MS)
+    child.on('error', reject)
+    child.on('close', () => {
+      clearTimeout(timer)
+      done(out)
+    })
+  })
+  const m = /pg suite: (\d+) of (\d+) integration files pass/.exec(output)
+  if (m === null) {
+    console.error('pg-suite: run-suite.sh printed no count')
+  } else {
+    const passed = Number(m[1])
+    console.log(`pg-suite: ${passed} of ${m[2]} files pass (at least ${MIN_PASSING} needed)`)
+    code = passed >= MIN_PASSING ? 0 : 1
+  }
+} catch (err) {
+  console.error(`pg-suite: ${(err as Error).message}`)
+} finally {
+  await stopAll()
+}
+process.exit(code)
