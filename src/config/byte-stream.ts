@@ -55,6 +55,12 @@ export interface StreamTarget {
   port: number
   /** `'connection'` for a session; `'cancel'` for the short connection that carries a CancelRequest. */
   purpose: 'connection' | 'cancel'
+  /**
+   * Aborted when the attempt fails or gives up (its `connectTimeout`, say): a
+   * factory still opening can stop there. A stream it hands over after that is
+   * destroyed at once. Always set when pipegres calls the factory.
+   */
+  signal?: AbortSignal
 }
 
 /** Opens the byte stream for one connection attempt; called again for each attempt and each cancel. */

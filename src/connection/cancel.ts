@@ -48,10 +48,13 @@ export function openCancelChannel(config: ConnectionConfig, host: HostAddress, t
   let done = false
   const limit = cancelTimeoutOf(config)
   const where = describeHost(host)
+  /** Aborted if the channel closes before a `stream` factory handed its stream over. */
+  const gaveUp = new AbortController()
   const finish = (): void => {
     done = true
     clearTimeout(openTimer)
     clearTimeout(idleTimer)
+    if (socket === undefined) gaveUp.abort()
     socket?.destroy()
   }
   let failOpen!: (err: Error) => void
@@ -68,7 +71,7 @@ export function openCancelChannel(config: ConnectionConfig, host: HostAddress, t
       socket = s
       if (done) s.destroy()
       else s.unref?.()
-    }, 'cancel'),
+    }, 'cancel', gaveUp.signal),
     deadline,
   ])
   opened.then(

@@ -59,7 +59,7 @@ export const cloudflarePlatform: SocketPlatform = {
     checkCloudflareConfig(config, h)
     // hostaddr (only without TLS, see above) is where to connect.
     const factory = () => openCloudflareSocket({ hostname: h.hostaddr ?? h.host, port: h.port })
-    return openCustomStream(config, factory, h, attempt, register, purpose, ORIGIN)
+    return openCustomStream(config, factory, h, attempt, register, purpose, undefined, ORIGIN)
   },
   reach: reachOverCloudflare,
 }

@@ -162,6 +162,8 @@ async function attempt(
   let conn: Connection | undefined
   let timer: NodeJS.Timeout | undefined
   let ready = false
+  /** Aborted when the attempt fails (its deadline, say), for a `stream` factory still opening. */
+  const gaveUp = new AbortController()
   const guarded: ConnectionEvents = {
     notice: (f) => events.notice?.(f),
     notification: (n) => events.notification?.(n),
@@ -180,11 +182,18 @@ async function attempt(
       const err = new ConnectionError('PG_CONNECT_TIMEOUT', `timed out after ${config.connectTimeout} ms connecting to ${describeHost(h)}`)
       if (conn) conn.destroy(err)
       else socket?.destroy()
+      gaveUp.abort(err)
       reject(err)
     }, config.connectTimeout)
   })
   try {
-    const transport = await Promise.race([openTransport(config, h, tls, (s) => (socket = s), 'connection'), deadline])
+    // A stream that a `stream` factory hands over after the attempt gave up is closed at once:
+    // nobody else would, and it may hold what the next attempt needs (PGlite's one session).
+    const register = (s: ByteStream) => {
+      socket = s
+      if (gaveUp.signal.aborted) s.destroy()
+    }
+    const transport = await Promise.race([openTransport(config, h, tls, register, 'connection', gaveUp.signal), deadline])
     conn = new Connection(transport, config, h, protocol, guarded)
     await Promise.race([conn.ready(), deadline])
     const unsuitable = checkTarget(conn, target, h)
@@ -204,6 +213,7 @@ async function attempt(
     }
     if (conn) conn.destroy(err as Error)
     else socket?.destroy()
+    gaveUp.abort(err)
     throw err
   } finally {
     clearTimeout(timer)

@@ -36,13 +36,15 @@ export async function openCustomStream(
   attempt: TlsAttempt,
   register: (s: ByteStream) => void,
   purpose: 'connection' | 'cancel',
+  /** Aborted when the attempt gives up: see StreamTarget. */
+  signal: AbortSignal | undefined,
   /** Who opens the streams, for messages: the `stream` option, or the runtime's socket API (cloudflare-socket.ts). */
   origin = 'the stream option',
 ): Promise<Transport> {
   const where = describeHost(h)
   let stream: unknown
   try {
-    stream = await factory({ host: h.host, port: h.port, purpose })
+    stream = await factory(signal === undefined ? { host: h.host, port: h.port, purpose } : { host: h.host, port: h.port, purpose, signal })
   } catch (err) {
     if (err instanceof PipegresError) throw err
     throw new ConnectionError('PG_CONNECTION_REFUSED', `${origin} could not open a stream to ${where}: ${(err as Error)?.message ?? String(err)}`, { cause: err })

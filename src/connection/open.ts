@@ -10,7 +10,8 @@ import type { TlsAttempt, Transport } from './transport.js'
  * Opens the transport of one connection attempt or cancel request: a socket of
  * the runtime's (see platform.ts), or the `stream` option's. `register`
  * receives the stream as soon as it exists so the caller can destroy it on a
- * connect timeout.
+ * connect timeout; `signal`, aborted when the caller gives up, reaches a
+ * `stream` factory (the runtime's sockets are registered at once, and need it not).
  */
 export function openTransport(
   config: ConnectionConfig,
@@ -18,9 +19,10 @@ export function openTransport(
   attempt: TlsAttempt,
   register: (s: ByteStream) => void,
   purpose: 'connection' | 'cancel',
+  signal: AbortSignal,
 ): Promise<Transport> {
   // The Cloudflare transport given by name is the runtime's own, with its checks of the TLS settings.
   if (config.stream === cloudflareStream) return cloudflarePlatform.open(config, h, attempt, register, purpose)
-  if (config.stream !== undefined) return openCustomStream(config, config.stream, h, attempt, register, purpose)
+  if (config.stream !== undefined) return openCustomStream(config, config.stream, h, attempt, register, purpose, signal)
   return platform().open(config, h, attempt, register, purpose)
 }

@@ -12,8 +12,14 @@ export type { PGliteLike } from './stream.js'
 /** Options of connectPGlite: those of connect(), less the ones that pick and reach a server. */
 export type PGliteClientOptions = Omit<ClientOptions, 'connectionString' | 'host' | 'port' | 'hostaddr' | 'stream'>
 
-/** PGlite instances whose one session a pipegres client holds. */
-const inUse = new WeakMap<PGliteLike, true>()
+/** A pipegres client's hold on PGlite's one session. */
+interface Hold {
+  /** Null while the client's stream is open; once it closed, the reset the next client waits for. */
+  handedBack: Promise<void> | null
+}
+
+/** PGlite instances whose one session a pipegres client holds, or is handing back. */
+const holds = new WeakMap<PGliteLike, Hold>()
 
 const NETWORK_OPTIONS = ['connectionString', 'host', 'port', 'hostaddr', 'stream'] as const
 const TLS_OPTIONS = ['sslrootcert', 'sslcert', 'sslkey', 'sslpassword', 'sslcrl', 'sslkeylogfile', 'tls'] as const
@@ -32,23 +38,66 @@ function checkPGlite(pglite: unknown): asserts pglite is PGliteLike {
  * session: a second connection while one is open fails with a ConnectionError, so
  * a pool over it needs `max: 1`; so does a cancel request, which is a second
  * connection (a query's timeout or signal cannot stop PGlite mid-statement).
+ * An instance still starting (`new PGlite()`) is waited for.
  */
 export function pgliteStream(pglite: PGliteLike): StreamFactory {
   checkPGlite(pglite)
-  return ({ purpose }) => {
+  return ({ purpose, signal }) => {
     if (purpose === 'cancel') {
       throw new ConnectionError('PG_UNSUPPORTED', 'PGlite cannot cancel a running query: it runs in this process, one statement at a time, with no second session to send a cancel request on')
     }
-    if (pglite.closed === true) throw new ConnectionError('PG_CONNECTION_REFUSED', 'the PGlite instance is closed')
-    if (inUse.has(pglite)) {
+    return openSession(pglite, signal)
+  }
+}
+
+const isClosed = (pglite: PGliteLike) => pglite.closed === true
+const isAborted = (signal: AbortSignal | undefined) => signal?.aborted === true
+
+async function openSession(pglite: PGliteLike, signal: AbortSignal | undefined): Promise<PGliteStream> {
+  const gaveUp = () => new ConnectionError('PG_CONNECTION_REFUSED', 'the connection attempt gave up before PGlite was ready')
+  // A client that let go is still resetting the session: the next one starts after that.
+  for (let hold = holds.get(pglite); hold !== undefined; hold = holds.get(pglite)) {
+    if (hold.handedBack === null) {
       throw new ConnectionError(
         'PG_CONNECTION_REFUSED',
         'PGlite has a single session and a pipegres client is using it already: end() that client first, or share it (a pool over PGlite needs max: 1)',
       )
     }
-    inUse.set(pglite, true)
-    return new PGliteStream(pglite, () => inUse.delete(pglite))
+    await hold.handedBack
   }
+  if (signal?.aborted === true) throw gaveUp()
+  if (pglite.closed === true) throw new ConnectionError('PG_CONNECTION_REFUSED', 'the PGlite instance is closed')
+  // Taken before waiting for the instance, so that two clients starting at once cannot both have it.
+  const hold: Hold = { handedBack: null }
+  holds.set(pglite, hold)
+  const letGo = () => {
+    if (holds.get(pglite) === hold) holds.delete(pglite)
+  }
+  // An attempt that gives up (its connectTimeout) while the instance starts lets go at once,
+  // before its caller hears of it: a connect that follows finds the session free.
+  signal?.addEventListener('abort', letGo, { once: true })
+  try {
+    // `new PGlite()` returns before its WebAssembly instance is up, and an exchange
+    // before then fails (0.5) or never settles (0.4); `await PGlite.create()` is ready already.
+    if (pglite.ready !== true && pglite.waitReady !== undefined) await pglite.waitReady
+  } catch (err) {
+    letGo()
+    throw new ConnectionError('PG_CONNECTION_REFUSED', `the PGlite instance failed to start: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+  } finally {
+    signal?.removeEventListener('abort', letGo)
+  }
+  // Both may have changed while it started (TypeScript carries the checks above across the await).
+  if (isAborted(signal)) {
+    letGo()
+    throw gaveUp()
+  }
+  if (isClosed(pglite)) {
+    letGo()
+    throw new ConnectionError('PG_CONNECTION_REFUSED', 'the PGlite instance is closed')
+  }
+  return new PGliteStream(pglite, (reset) => {
+    hold.handedBack = reset.then(letGo)
+  })
 }
 
 /**

@@ -2,12 +2,26 @@ import { ConnectionError } from '../../index.js'
 import type { ByteStream } from '../../index.js'
 import { copyCall, endsCopyIn, findCopyInResponse, isCopyData, isCopyFromStdin, isParseOfCopyFromStdin, probeMessages, queryMessage, refusal, withoutCopyInResponse } from './copy-in.js'
 
-/** What pipegres needs of a PGlite instance (`@electric-sql/pglite` 0.3 and later). */
+/** What pipegres needs of a PGlite instance (`@electric-sql/pglite` 0.4 and 0.5). */
 export interface PGliteLike {
   execProtocolRaw(message: Uint8Array, options?: { syncToFs?: boolean }): Promise<Uint8Array>
   /** PGlite's own lock around its query(): taken for each exchange so the two never interleave. */
   runExclusive?<T>(fn: () => Promise<T>): Promise<T>
   readonly closed?: boolean
+  /** False from `new PGlite()` until its WebAssembly instance and data directory are up. */
+  readonly ready?: boolean
+  /** Settles when `ready` turns true, or rejects when PGlite could not start. */
+  readonly waitReady?: Promise<void>
+}
+
+/** How a stream gives PGlite's one session back when it closes. */
+export interface SessionRelease {
+  /**
+   * Called once, when the stream closes (ended, destroyed, or failed before the
+   * connection was ready), with the reset of the session that must finish
+   * before the next client may start on it.
+   */
+  (reset: Promise<void>): void
 }
 
 type Listener = (...args: any[]) => void
@@ -86,10 +100,12 @@ export class PGliteStream implements ByteStream {
   private held: Uint8Array[] = []
   private closed = false
   private ending = false
+  /** Some exchange came back: from then on the session holds this client's state, which close() resets. */
+  private answered = false
 
   constructor(
     private readonly pglite: PGliteLike,
-    private readonly release: () => void,
+    private readonly release: SessionRelease,
   ) {}
 
   write(chunk: Uint8Array): boolean {
@@ -209,10 +225,12 @@ export class PGliteStream implements ByteStream {
     }
   }
 
-  private exchange(message: Uint8Array, syncToFs: boolean): Promise<Uint8Array> {
-    if (this.pglite.closed === true) return Promise.reject(new Error('the PGlite instance was closed'))
+  private async exchange(message: Uint8Array, syncToFs: boolean): Promise<Uint8Array> {
+    if (this.pglite.closed === true) throw new Error('the PGlite instance was closed')
     const call = () => this.pglite.execProtocolRaw(message, { syncToFs })
-    return this.pglite.runExclusive ? this.pglite.runExclusive(call) : call()
+    const reply = await (this.pglite.runExclusive ? this.pglite.runExclusive(call) : call())
+    this.answered = true
+    return reply
   }
 
   private emitData(chunk: Uint8Array): void {
@@ -232,16 +250,20 @@ export class PGliteStream implements ByteStream {
     this.close()
   }
 
-  /** Closes the stream once: resets the session for whoever uses PGlite next, then says 'close'. */
+  /**
+   * Closes the stream once: resets the session for whoever uses PGlite next,
+   * then says 'close'. The session is handed back on every way here, a
+   * connection attempt that failed included; without an answer from PGlite
+   * this client left nothing in the session, so there is nothing to reset (and
+   * an instance that failed may never answer a reset).
+   */
   private close(): void {
     if (this.closed) return
     this.closed = true
     this.held = []
-    const reset = this.started && this.pglite.closed !== true ? this.exchange(concat(RESET.map(queryMessage)), true).then(() => undefined, () => undefined) : Promise.resolve()
-    void reset.then(() => {
-      this.release()
-      this.emit('close')
-    })
+    const reset = this.answered && this.pglite.closed !== true ? this.exchange(concat(RESET.map(queryMessage)), true).then(() => undefined, () => undefined) : Promise.resolve()
+    this.release(reset)
+    void reset.then(() => this.emit('close'))
   }
 
   pause(): void {

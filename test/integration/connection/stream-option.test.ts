@@ -89,7 +89,10 @@ describe('a Node Duplex', () => {
       return dial()
     }
     assert.equal(await sslInUse(options({ sslmode: 'disable', stream })), false)
-    assert.deepEqual(targets, [{ host: 'localhost', port: server.port, purpose: 'connection' }])
+    assert.deepEqual(
+      targets.map(({ signal, ...t }) => ({ ...t, aborted: signal?.aborted })),
+      [{ host: 'localhost', port: server.port, purpose: 'connection', aborted: false }],
+    )
     const pool = createPool({ ...options({ sslmode: 'disable', stream }), max: 3 })
     try {
       const all = await Promise.all(Array.from({ length: 300 }, (_, i) => pool.query('SELECT $1::int AS i', [i])))
@@ -164,5 +167,25 @@ describe('a bad stream option', () => {
     assert.ok(notStream instanceof ConfigError && notStream.setting === 'stream', String(notStream))
     const throws = await connect(options({ stream: () => Promise.reject(new Error('tunnel down')) })).catch((e: unknown) => e)
     assert.ok(throws instanceof ConnectionError && /tunnel down/.test(throws.message), String(throws))
+  })
+
+  test('a factory still opening when the connect times out sees its signal aborted, and a stream it hands over later is closed', async () => {
+    let signal: AbortSignal | undefined
+    let late: net.Socket | undefined
+    let handOver!: () => void
+    const handed = new Promise<void>((resolve) => (handOver = resolve))
+    const stream = async (t: StreamTarget) => {
+      signal = t.signal
+      // Slower than connectTimeout: a tunnel still coming up, say.
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      late = dial()
+      setImmediate(handOver)
+      return late
+    }
+    const err = await connect(options({ sslmode: 'disable', connectTimeout: 50, stream })).catch((e: unknown) => e)
+    assert.ok(err instanceof ConnectionError && err.code === 'PG_CONNECT_TIMEOUT', String(err))
+    assert.equal(signal?.aborted, true, 'the factory was told the attempt gave up')
+    await handed
+    assert.equal(late?.destroyed, true, 'the stream handed over after the timeout was destroyed')
   })
 })

@@ -6,10 +6,12 @@
 // session, cancelling, TLS), each failing with an error that names the cause.
 
 import assert from 'node:assert/strict'
+import { readFile } from 'node:fs/promises'
 import { describe, test } from 'node:test'
+import { PGlite } from '@electric-sql/pglite'
 import { ArgumentError, ConnectionError, PgError, createPool, type Client } from '../../../../src/index.js'
-import { connectPGlite, pgliteStream } from '../../../../src/integrations/pglite/index.js'
-import { openCachedPGlite } from '../../../support/servers/pglite-datadir.js'
+import { connectPGlite, pgliteStream, type PGliteLike } from '../../../../src/integrations/pglite/index.js'
+import { ensureDataDirTarball, openCachedPGlite } from '../../../support/servers/pglite-datadir.js'
 
 // From the data directory initdb made once (test/support/servers/pglite-datadir.ts): what is
 // tested is the client on an instance, not PGlite's own initdb, which README example 12 runs.
@@ -223,6 +225,74 @@ describe('LISTEN / NOTIFY', () => {
       assert.deepEqual(got, ['hello'])
       await listener.unlisten()
     })
+  })
+})
+
+describe('starting, and handing the session back', () => {
+  /** `new PGlite()`, not yet ready when it returns; from the cached data directory, which spares initdb. */
+  const startingPGlite = async () => new PGlite({ loadDataDir: new Blob([await readFile(await ensureDataDirTarball())]) })
+
+  /** The shared instance, its exchanges failing as a broken instance's would while `failing()` says so. */
+  function failingWhile(failing: () => boolean): PGliteLike {
+    return {
+      execProtocolRaw: (message, options) => (failing() ? Promise.reject(new Error('made to fail')) : pglite.execProtocolRaw(message, options)),
+      runExclusive: (fn) => pglite.runExclusive(fn),
+      get closed() {
+        return pglite.closed
+      },
+    }
+  }
+
+  test('connectPGlite(new PGlite()) waits for the instance to be ready', async () => {
+    const own = await startingPGlite()
+    try {
+      assert.equal(own.ready, false, 'the instance was ready already: this test needs one still starting')
+      const db = await connectPGlite(own)
+      assert.equal((await db.query('SELECT 1 AS one')).rows[0]!.one, 1)
+      await db.end()
+      // Handed back: the next client has the session.
+      const again = await connectPGlite(own)
+      await again.end()
+    } finally {
+      await own.close()
+    }
+  })
+
+  test('a connection attempt that failed gives the session back: the retry connects', async () => {
+    // The first startup fails without an answer; the client asks again (for protocol 3.0), and gets the session.
+    // (Run first of those that fail: afterwards the client asks this host for 3.0 straight away, and does not retry.)
+    let exchanges = 0
+    const db = await connectPGlite(failingWhile(() => exchanges++ === 0))
+    try {
+      assert.equal((await db.query('SELECT 2 AS two')).rows[0]!.two, 2)
+    } finally {
+      await db.end()
+    }
+  })
+
+  test('a connect that failed on every attempt gives the session back to the next client', async () => {
+    let failing = true
+    const broken = failingWhile(() => failing)
+    const err = await connectPGlite(broken).catch((e: unknown) => e)
+    assert.ok(err instanceof ConnectionError, String(err))
+    assert.match(err.message, /made to fail/)
+    failing = false
+    const db = await connectPGlite(broken)
+    assert.equal((await db.query('SELECT 3 AS three')).rows[0]!.three, 3)
+    await db.end()
+  })
+
+  test('a connect that timed out while the instance was starting gives the session back', async () => {
+    const own = await startingPGlite()
+    try {
+      const err = await connectPGlite(own, { connectTimeout: 1 }).catch((e: unknown) => e)
+      assert.ok(err instanceof ConnectionError && err.code === 'PG_CONNECT_TIMEOUT', String(err))
+      const db = await connectPGlite(own)
+      assert.equal((await db.query('SELECT 4 AS four')).rows[0]!.four, 4)
+      await db.end()
+    } finally {
+      await own.close()
+    }
   })
 })
 
