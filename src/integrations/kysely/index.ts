@@ -153,6 +153,20 @@ function transactionOptions(settings: TransactionSettings): StartTransactionOpti
   return options
 }
 
+/**
+ * What Kysely 0.29 hands a connection with each query and stream (its
+ * AbortableOperationOptions, declared here so that 0.28, which passes nothing,
+ * still type-checks).
+ */
+interface KyselyCallOptions {
+  readonly signal?: AbortSignal | undefined
+}
+
+/** The dialect's query options, with the signal Kysely passed for this query if any. */
+function withSignal<T extends StreamOptions>(options: T, call: KyselyCallOptions | undefined): T {
+  return call?.signal === undefined ? options : { ...options, signal: call.signal }
+}
+
 const counted = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE'])
 
 function toQueryResult<R>(r: Result<R>): QueryResult<R> {
@@ -173,13 +187,27 @@ class PipegresConnection implements DatabaseConnection {
     return this.#open ?? this.target
   }
 
-  async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
-    return toQueryResult(await this.runner().query<R>(compiled.sql, compiled.parameters, this.options))
+  /**
+   * Kysely 0.29's `signal` becomes pipegres's own: aborting drops the query if it
+   * was not sent yet, else cancels it on the server (a CancelRequest), whatever
+   * the inflightQueryAbortStrategy; Kysely itself stops waiting at once.
+   */
+  async executeQuery<R>(compiled: CompiledQuery, call?: KyselyCallOptions): Promise<QueryResult<R>> {
+    return toQueryResult(await this.runner().query<R>(compiled.sql, compiled.parameters, withSignal(this.options, call)))
   }
 
-  async *streamQuery<R>(compiled: CompiledQuery, chunkSize = 100): AsyncIterableIterator<QueryResult<R>> {
+  /**
+   * Kysely 0.29's `inflightQueryAbortStrategy: 'cancel query'`: the query's
+   * signal (see executeQuery) has sent the cancel already, on the query's own
+   * connection, so no control connection is needed. 'kill session' is left
+   * out on purpose: a connection here carries other callers' pipelined queries,
+   * which ending its session would fail too, so Kysely refuses that strategy.
+   */
+  async cancelQuery(): Promise<void> {}
+
+  async *streamQuery<R>(compiled: CompiledQuery, chunkSize = 100, call?: KyselyCallOptions): AsyncIterableIterator<QueryResult<R>> {
     if (!Number.isInteger(chunkSize) || chunkSize <= 0) throw new ArgumentError(`stream(chunkSize): chunkSize must be a positive integer, not ${String(chunkSize)}`)
-    const rows = this.runner().stream<R>(compiled.sql, compiled.parameters, { ...this.options, highWaterMark: Math.max(chunkSize, 16) })
+    const rows = this.runner().stream<R>(compiled.sql, compiled.parameters, withSignal({ ...this.options, highWaterMark: Math.max(chunkSize, 16) }, call))
     let batch: R[] = []
     // Leaving the loop early (break, an error) closes the stream, which cancels the query.
     for await (const row of rows) {

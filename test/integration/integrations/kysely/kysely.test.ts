@@ -1,10 +1,19 @@
 import { test, after, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { Kysely, Migrator, sql, type Generated, type Migration } from 'kysely'
+import { Kysely, sql, type Generated } from 'kysely'
+import type { Migration } from 'kysely/migration'
 import { AbortError, PgError, TimeoutError, connect, createPool, type Client, type Pool } from '../../../../src/index.js'
 import { PipegresDialect } from '../../../../src/integrations/kysely/index.js'
 import { mainDatabase } from '../../../support/servers/test-server.js'
 import { uniqueName } from '../../../support/client.js'
+import { atLeast, installedPackage } from '../../../support/peers/installed.js'
+
+// Both lines of Kysely the peer range takes run this file (`npm run test:peers`).
+const kyselyVersion = installedPackage('kysely').version
+const withSignals = atLeast(kyselyVersion, '0.29.0')
+const NO_SIGNALS = { skip: withSignals ? false : `Kysely ${kyselyVersion} passes dialects no AbortSignal (0.29 does)` }
+// Kysely 0.29 moved the migrator to kysely/migration; 0.28 has it in kysely itself.
+const { Migrator } = (await import(withSignals ? 'kysely/migration' : 'kysely')) as typeof import('kysely/migration')
 
 interface Person {
   id: Generated<number>
@@ -159,6 +168,52 @@ test('timeouts set in queryOptions cancel on the server', async () => {
   assert.ok(!(err instanceof AbortError))
   await kdb.destroy()
 })
+
+test('a Kysely signal cancels the running query on the server, whatever the abort strategy', NO_SIGNALS, async () => {
+  for (const strategy of ['ignore query', 'cancel query'] as const) {
+    const controller = new AbortController()
+    const started = performance.now()
+    const running = db.selectNoFrom(sql`pg_sleep(30)`.as('s')).execute({ signal: controller.signal, inflightQueryAbortStrategy: strategy })
+    setTimeout(() => controller.abort(new Error(`stop (${strategy})`)), 200)
+    await assert.rejects(running, new RegExp(`stop \\(${strategy}\\)`))
+    // The server stopped too: nothing of the sleep is left running on the pool.
+    await waitFor(async () => (await pool.query<{ n: bigint }>("SELECT count(*) AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()")).rows[0]!.n === 0n)
+    assert.ok(performance.now() - started < 20_000, `${strategy}: the sleep was cancelled`)
+  }
+  // A signal aborted before the query starts keeps it from being sent.
+  await assert.rejects(db.selectNoFrom(sql<number>`1`.as('one')).execute({ signal: AbortSignal.abort(new Error('early')) }), /early/)
+  assert.equal((await db.selectNoFrom(sql<number>`2::int`.as('two')).executeTakeFirstOrThrow()).two, 2)
+})
+
+test("'kill session' is refused: the dialect's connections carry other callers' queries", NO_SIGNALS, async () => {
+  const query = db.selectNoFrom(sql<number>`1`.as('one'))
+  await assert.rejects(query.execute({ signal: new AbortController().signal, inflightQueryAbortStrategy: 'kill session' }), /kill session/)
+})
+
+test('a Kysely signal stops a stream, and the pool goes on', NO_SIGNALS, async () => {
+  const controller = new AbortController()
+  const seen: number[] = []
+  const rows = db.selectNoFrom(sql<number>`generate_series(1, 10000000)`.as('n')).stream({ chunkSize: 100, signal: controller.signal })
+  await assert.rejects(
+    (async () => {
+      for await (const row of rows) {
+        seen.push(row.n)
+        if (row.n === 250) controller.abort(new Error('enough rows'))
+      }
+    })(),
+    /enough rows/,
+  )
+  assert.ok(seen.length >= 250 && seen.length < 10_000, String(seen.length))
+  assert.equal((await db.selectNoFrom(sql<number>`3::int`.as('three')).executeTakeFirstOrThrow()).three, 3)
+})
+
+async function waitFor(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const until = performance.now() + ms
+  while (!(await check())) {
+    if (performance.now() > until) throw new Error('timed out waiting')
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
 
 test('Migrator runs migrations up and down', async () => {
   const mtable = uniqueName('ky_mig')

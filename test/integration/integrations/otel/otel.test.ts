@@ -2,7 +2,7 @@ import { test, after, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { context, SpanKind, SpanStatusCode } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base'
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace'
 import { Client, createPool } from '../../../../src/index.js'
 import { instrumentPipegres } from '../../../../src/integrations/otel/index.js'
 import { mainDatabase } from '../../../support/servers/test-server.js'
@@ -11,7 +11,7 @@ import { mainDatabase } from '../../../support/servers/test-server.js'
 // status of a failure, and nesting under the application's own spans.
 
 const exporter = new InMemorySpanExporter()
-const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
+const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] })
 const contextManager = new AsyncLocalStorageContextManager()
 let stop: () => void
 
