@@ -1,5 +1,5 @@
+import * as kysely from 'kysely'
 import {
-  AbortedTransactionError,
   PostgresAdapter,
   PostgresIntrospector,
   PostgresQueryCompiler,
@@ -167,6 +167,14 @@ function withSignal<T extends StreamOptions>(options: T, call: KyselyCallOptions
   return call?.signal === undefined ? options : { ...options, signal: call.signal }
 }
 
+/**
+ * Kysely's error for a COMMIT answered with ROLLBACK. It came during the 0.28
+ * releases: read from the namespace, so that an earlier 0.28 still loads (a
+ * named import of an export that is missing fails the whole module), and
+ * there pipegres's TransactionError reaches the caller as it is.
+ */
+const AbortedTransaction = 'AbortedTransactionError' in kysely ? kysely.AbortedTransactionError : undefined
+
 const counted = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE'])
 
 function toQueryResult<R>(r: Result<R>): QueryResult<R> {
@@ -236,9 +244,9 @@ class PipegresConnection implements DatabaseConnection {
     try {
       await open.commit()
     } catch (err) {
-      if (err instanceof TransactionError && err.code === 'PG_TRANSACTION_ROLLED_BACK') {
+      if (err instanceof TransactionError && err.code === 'PG_TRANSACTION_ROLLED_BACK' && AbortedTransaction !== undefined) {
         // Kysely's way of saying so; pipegres's error stays reachable as its cause.
-        throw Object.defineProperty(new AbortedTransactionError(), 'cause', { value: err, configurable: true, writable: true })
+        throw Object.defineProperty(new AbortedTransaction(), 'cause', { value: err, configurable: true, writable: true })
       }
       throw err
     } finally {

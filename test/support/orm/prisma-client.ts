@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { uniqueName } from '../client.js'
 import { repoRoot as root } from '../paths.js'
+import { installedPackage } from '../peers/installed.js'
 
 // Prisma Client for the Prisma tests: the `prisma-client` generator writes
 // TypeScript, generated offline from a schema with table names of this run,
@@ -99,7 +100,11 @@ export async function generateClient(): Promise<GeneratedClient> {
   const dir = mkdtempSync(join(tmpdir(), 'pipegres-prisma-'))
   writeFileSync(join(dir, 'schema.prisma'), schema)
   writeFileSync(join(dir, 'package.json'), '{ "type": "module" }')
-  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir')
+  // The node_modules that Prisma Client comes from (the project's, or that of the release
+  // `npm run test:peers` runs): the generated code compiles against it and the CLI beside it generates it.
+  const client = installedPackage('@prisma/client').dir
+  const modules = dirname(dirname(client))
+  symlinkSync(modules, join(dir, 'node_modules'), 'dir')
   writeFileSync(
     join(dir, 'tsconfig.json'),
     JSON.stringify({
@@ -107,7 +112,7 @@ export async function generateClient(): Promise<GeneratedClient> {
       include: ['generated'],
     }),
   )
-  await run(join(root, 'node_modules', 'prisma', 'build', 'index.js'), ['generate', '--schema', 'schema.prisma'], dir)
+  await run(join(installedPackage('prisma').dir, 'build', 'index.js'), ['generate', '--schema', 'schema.prisma'], dir)
   await run(join(root, 'node_modules', 'typescript', 'bin', 'tsc'), ['-p', 'tsconfig.json'], dir)
   const mod = (await import(pathToFileURL(join(dir, 'out', 'client.js')).href)) as { PrismaClient: GeneratedClient['PrismaClient'] }
   return { PrismaClient: mod.PrismaClient, cleanup: () => rmSync(dir, { recursive: true, force: true }) }

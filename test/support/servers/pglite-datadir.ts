@@ -6,18 +6,20 @@
 // later process; scripts/run-tests.ts makes it before the files start, a file
 // run on its own makes it on first use. Nothing is in it but what initdb made.
 
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import type { PGlite } from '@electric-sql/pglite'
 import { repoRoot } from '../paths.js'
+import { installedPackage } from '../peers/installed.js'
 
-const PACKAGE_DIR = join(repoRoot, 'node_modules', '@electric-sql', 'pglite')
-
-/** The installed @electric-sql/pglite's version: a data directory is only loaded by the PGlite that made it. */
+/**
+ * The version of the @electric-sql/pglite that imports load (the dev dependency, or
+ * the release `npm run test:peers` runs): a data directory is only loaded by the PGlite that made it.
+ */
 export function pgliteVersion(): string {
-  return (JSON.parse(readFileSync(join(PACKAGE_DIR, 'package.json'), 'utf8')) as { version: string }).version
+  return installedPackage('@electric-sql/pglite').version
 }
 
 /** Where the tarball for the installed PGlite is kept. */

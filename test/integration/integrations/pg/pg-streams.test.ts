@@ -5,23 +5,22 @@
 
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { createRequire } from 'node:module'
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { Client, Pool } from '../../../../src/integrations/pg/index.js'
 import { mainDatabase } from '../../../support/servers/test-server.js'
 import { uniqueName } from '../../../support/client.js'
 
-const require = createRequire(import.meta.url)
 type Row = Record<string, unknown>
 interface PgCursor {
   read(rows: number): Promise<Row[]>
   read(rows: number, cb: (err: Error | null, rows: Row[]) => void): void
   close(): Promise<void>
 }
-const Cursor = require('pg-cursor') as new (text: string, values?: unknown[], config?: object) => PgCursor
-const QueryStream = require('pg-query-stream') as new (text: string, values?: unknown[], config?: object) => Readable
-const copyStreams = require('pg-copy-streams') as { from(text: string): Writable & { rowCount: number }; to(text: string): Readable & { rowCount: number } }
+// Imported rather than required, so that `npm run test:peers`'s module hooks can swap their releases.
+const Cursor = (await import('pg-cursor')).default as unknown as new (text: string, values?: unknown[], config?: object) => PgCursor
+const QueryStream = (await import('pg-query-stream')).default as unknown as new (text: string, values?: unknown[], config?: object) => Readable
+const copyStreams = (await import('pg-copy-streams')).default as unknown as { from(text: string): Writable & { rowCount: number }; to(text: string): Readable & { rowCount: number } }
 
 const { connectionString } = await mainDatabase()
 const pool = new Pool({ connectionString, max: 2 })
