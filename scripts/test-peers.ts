@@ -75,7 +75,8 @@ function companionVersion(companion: Companion, peer: string, version: string): 
     return all[all.length - 1]!
   }
   const found = npmView(`${companion.name}@>=0.0.0`, ['version', 'peerDependencies'])
-  const list = (Array.isArray(found) ? found : [found]) as { version: string; peerDependencies?: Record<string, string> }[]
+  // A release without peer dependencies comes as its version alone.
+  const list = (Array.isArray(found) ? found : [found]).map((r) => (typeof r === 'string' ? { version: r } : r)) as { version: string; peerDependencies?: Record<string, string> }[]
   const fits = list.filter((r) => parseRelease(r.version) !== undefined && (r.peerDependencies?.[peer] === undefined || satisfies(version, r.peerDependencies[peer]!)))
   if (fits.length === 0) throw new Error(`no release of ${companion.name} accepts ${peer} ${version}`)
   return fits.map((r) => r.version).sort(compareReleases).at(-1)!
