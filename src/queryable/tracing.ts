@@ -1,6 +1,7 @@
 import dc from 'node:diagnostics_channel'
 import type { ConnectionConfig } from '../config/types.js'
 import { PgError } from '../errors.js'
+import { SqlLexer } from '../sql/lexer.js'
 
 // Tracing through node:diagnostics_channel (present in Node, Bun and Deno):
 // the channels' names and the fields of their context objects are public API.
@@ -103,11 +104,10 @@ export function traceBase(config: ConnectionConfig, parameters: boolean): TraceB
   return { database: config.database, user: config.user, serverAddress: first?.host ?? '', serverPort: first?.port ?? 0, parameters }
 }
 
-const keyword = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*([A-Za-z]+)/
-
 /** The statement's first keyword, past whitespace and comments. */
 export function operationOf(text: string): string {
-  return keyword.exec(text)?.[1]?.toUpperCase() ?? ''
+  const lexer = new SqlLexer(text)
+  return lexer.nextSignificant() === 'word' ? lexer.token().toUpperCase() : ''
 }
 
 /**

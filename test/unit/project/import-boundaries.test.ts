@@ -10,10 +10,12 @@ import { repoRoot as root } from '../../support/paths.js'
 
 const src = join(root, 'src')
 
-type Layer = 'errors' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'replication' | 'queryable' | 'lane' | 'walsender' | 'pool' | 'face' | 'wire' | 'integrations'
+type Layer = 'errors' | 'sql' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'replication' | 'queryable' | 'lane' | 'walsender' | 'pool' | 'face' | 'wire' | 'integrations'
 
 const allowedLayers: Record<Layer, Layer[]> = {
   errors: [],
+  // The SQL lexer: statement text into tokens, for every place that reads SQL; imports nothing.
+  sql: [],
   protocol: ['errors'],
   auth: ['errors', 'protocol'],
   config: ['errors'],
@@ -25,7 +27,7 @@ const allowedLayers: Record<Layer, Layer[]> = {
   // Logical replication messages (pgoutput) and LSNs: pure decoding over the type system.
   replication: ['errors', 'protocol', 'types'],
   // The calls every query runner offers: argument and option checks, batches, COPY streams, transactions, tracing.
-  queryable: ['errors', 'protocol', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'wire'],
+  queryable: ['errors', 'sql', 'protocol', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'wire'],
   // One server connection's life under a client, a pool slot or a replication connection.
   lane: ['errors', 'protocol', 'config', 'connection', 'types', 'query', 'queryable'],
   // Replication connections and their streams, over a lane.
@@ -33,7 +35,7 @@ const allowedLayers: Record<Layer, Layer[]> = {
   // Many lanes: routing, hosts and roles, hooks, the waiting queue, reservations.
   pool: ['errors', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane', 'walsender'],
   // The top of src/: index.ts (the export list) and client.ts.
-  face: ['errors', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'queryable', 'lane', 'walsender', 'pool', 'face', 'wire'],
+  face: ['errors', 'sql', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'queryable', 'lane', 'walsender', 'pool', 'face', 'wire'],
   // The browser-side parser (pipegres/wire) must load in a browser: it shares only
   // the layers that import no node: module (checked by a build against the DOM library).
   wire: ['errors', 'protocol', 'types'],
@@ -43,6 +45,7 @@ const allowedLayers: Record<Layer, Layer[]> = {
 
 const allowedNode: Record<Layer, RegExp> = {
   errors: /^$/,
+  sql: /^$/,
   protocol: /^$/,
   types: /^$/,
   copy: /^$/,
