@@ -88,6 +88,6 @@ export type { TransactionOptions, TransactionRetry } from './queryable/transacti
 export type { Queryable } from './queryable/queryable.js'
 export type { CopyFormatOptions } from './copy/options.js'
 export type { Listener, NotificationHandler } from './lane/notify.js'
-export type { QueryTrace, ConnectTrace, AcquireTrace, TracingOptions } from './queryable/tracing.js'
+export type { QueryTrace, ConnectTrace, AcquireTrace, TracingOptions } from './trace/tracing.js'
 export type { ClientErrorCode, PgErrorFields, PgNotice } from './errors.js'
 export { SqlState, type SqlStateCode } from './protocol/sql-state.js'

@@ -51,6 +51,19 @@ export interface Request {
    * is in flight each read is copied first.
    */
   readonly keepsReads?: boolean
+  /**
+   * Set only while queries are traced: the trace waiting to learn which
+   * server the request went to and how many were ahead of it. The client that
+   * takes the request fills it in and clears it.
+   */
+  sentTrace?: SentTrace | null
+}
+
+/** What a query's trace learns when its request is handed to a connection (see Request.sentTrace). */
+export interface SentTrace {
+  serverAddress: string
+  serverPort: number
+  inflight: number
 }
 
 /** Whether reads must be copied while `req` is in flight: see Request.keepsReads; what chunkEnd passes on may be kept too. */

@@ -13,7 +13,7 @@ import { LaneQueryable } from './lane-queryable.js'
 import { probePooling, settlePooling } from './probe.js'
 import { replicationRefusal } from './replication-guard.js'
 import { backOff, settleLostConnection, type Backoff } from './backoff.js'
-import { active, connectChannel, noteSent, sending, traceConnect } from '../queryable/tracing.js'
+import { active, connectChannel, traceConnect } from '../trace/tracing.js'
 
 // One connection's whole life: opening it (again, with backoff, after a loss),
 // the requests waiting for it, who holds it exclusively, re-LISTEN on a new
@@ -318,7 +318,16 @@ export class Lane {
       }
     }
     if (owner !== null) this.owners.set(req, owner)
-    if (sending !== null) noteSent(this.conn?.host, this.pendingQueries)
+    const trace = req.sentTrace
+    if (trace != null) {
+      req.sentTrace = null
+      const host = this.conn?.host
+      if (host !== undefined) {
+        trace.serverAddress = host.host
+        trace.serverPort = host.port
+      }
+      trace.inflight = this.pendingQueries
+    }
     this.route(req)
   }
 

@@ -22,7 +22,7 @@ import { beginReserved, ReservedClient, startReserved, type Reservation } from '
 import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from '../walsender/subscription.js'
 import type { Transaction, TransactionOptions } from '../queryable/transaction.js'
 import type { StartedTransaction, StartTransactionOptions } from '../queryable/started-transaction.js'
-import { acquireChannel, active, traceAcquire } from '../queryable/tracing.js'
+import { acquireChannel, active, traceAcquire } from '../trace/tracing.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import type { CustomType } from '../types/custom.js'
 

@@ -24,7 +24,7 @@ import { RowStream } from '../query/stream.js'
 import { binaryDecodable } from '../wire/formats.js'
 import type { SimpleQuery } from '../query/simple-query.js'
 import { buildQuery } from '../query/sql-template.js'
-import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
+import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from '../trace/tracing.js'
 import type { Coalescer } from './coalesce.js'
 export { Coalescer } from './coalesce.js'
 
@@ -77,14 +77,14 @@ export abstract class Queryable {
     const send = (): void => {
       if (!req.dropped) this.send(req, route)
     }
-    if (base !== undefined && active(queryChannel)) return traceQuery(base, kind, text, values, promise, send)
+    if (base !== undefined && active(queryChannel)) return traceQuery(base, kind, text, values, promise, send, req)
     send()
     return promise
   }
 
   /** Sends a request that keeps its connection (a stream, cursor or COPY), traced aside when anybody listens. */
   private aside(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
-    sendTraced(this.defaults().trace, kind, text, values, req.promise, () => {
+    sendTraced(this.defaults().trace, kind, text, values, req, () => {
       this.coalescing?.sent(req)
       this.dispatchExclusive(req, route)
     })

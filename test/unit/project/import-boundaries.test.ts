@@ -10,7 +10,7 @@ import { repoRoot as root } from '../../support/paths.js'
 
 const src = join(root, 'src')
 
-type Layer = 'errors' | 'sql' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'replication' | 'queryable' | 'lane' | 'walsender' | 'pool' | 'face' | 'wire' | 'integrations'
+type Layer = 'errors' | 'sql' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'replication' | 'trace' | 'queryable' | 'lane' | 'walsender' | 'pool' | 'face' | 'wire' | 'integrations'
 
 const allowedLayers: Record<Layer, Layer[]> = {
   errors: [],
@@ -27,15 +27,17 @@ const allowedLayers: Record<Layer, Layer[]> = {
   // Logical replication messages (pgoutput) and LSNs: pure decoding over the type system.
   replication: ['errors', 'protocol', 'types'],
   // The calls every query runner offers: argument and option checks, batches, COPY streams, transactions, tracing.
-  queryable: ['errors', 'sql', 'protocol', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'wire'],
+  // Tracing through diagnostics_channel: the events' contexts, filled in by whichever layer learns each field.
+  trace: ['errors', 'sql', 'config', 'connection'],
+  queryable: ['errors', 'sql', 'trace', 'protocol', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'wire'],
   // One server connection's life under a client, a pool slot or a replication connection.
-  lane: ['errors', 'protocol', 'config', 'connection', 'types', 'query', 'queryable'],
+  lane: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'query', 'queryable'],
   // Replication connections and their streams, over a lane.
-  walsender: ['errors', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane'],
+  walsender: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane'],
   // Many lanes: routing, hosts and roles, hooks, the waiting queue, reservations.
-  pool: ['errors', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane', 'walsender'],
+  pool: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane', 'walsender'],
   // The top of src/: index.ts (the export list) and client.ts.
-  face: ['errors', 'sql', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'queryable', 'lane', 'walsender', 'pool', 'face', 'wire'],
+  face: ['errors', 'sql', 'trace', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'queryable', 'lane', 'walsender', 'pool', 'face', 'wire'],
   // The browser-side parser (pipegres/wire) must load in a browser: it shares only
   // the layers that import no node: module (checked by a build against the DOM library).
   wire: ['errors', 'protocol', 'types'],
@@ -54,8 +56,9 @@ const allowedNode: Record<Layer, RegExp> = {
   connection: /^node:(net|tls|fs|os|path|events|crypto)$/,
   query: /^$/,
   replication: /^$/,
+  trace: /^node:diagnostics_channel$/,
   // diagnostics_channel: tracing channels (present in Node, Bun and Deno).
-  queryable: /^node:(stream|diagnostics_channel)$/,
+  queryable: /^node:stream$/,
   lane: /^node:events$/,
   walsender: /^node:(events|stream)$/,
   pool: /^node:events$/,
