@@ -1,6 +1,6 @@
 import type { CopyFormatOptions, CopyRow } from '../copy/format.js'
 import { ArgumentError } from '../errors.js'
-import { Lsn } from '../replication/lsn.js'
+import { Lsn } from '../types/lsn.js'
 import type { QuerySettings, ResultLimits } from '../query/exchange.js'
 import type { QueryRowMode, RowMode } from '../query/result.js'
 import type { TraceBase } from './tracing.js'
