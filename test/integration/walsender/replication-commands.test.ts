@@ -370,6 +370,11 @@ describe('failures, each named', () => {
     assert.throws(() => subscribe(db, { slot: 'Bad Name', publications: ['p'] }), ArgumentError)
     assert.throws(() => subscribe(db, { slot: 'ok', publications: [] }), ArgumentError)
     assert.throws(() => replicate(db, { physical: true, startLsn: 'nope' }), ArgumentError)
+    // What the stream's settings come from: a client, a pool or settings, and nothing else.
+    const notASource = /takes a Client, a Pool, a connection string or a settings object as db, got/
+    assert.throws(() => subscribe(42 as never, { slot: 'ok', publications: ['p'] }), (err: Error) => err instanceof ArgumentError && notASource.test(err.message) && /got number/.test(err.message))
+    assert.throws(() => replicate(new Map() as never, { physical: true }), (err: Error) => err instanceof ArgumentError && /got a Map: pass the client or pool/.test(err.message))
+    assert.throws(() => subscribe({ connectionString: url, nonsense: 1 } as never, { slot: 'ok', publications: ['p'] }), /nonsense/)
     assert.equal(String(Lsn.from('16/b374d848')), '16/B374D848')
     assert.equal(Lsn.from(0x16b374d848n).toString(), '16/B374D848')
     assert.ok(Lsn.from('1/0') > Lsn.from('0/FFFFFFFF'))
