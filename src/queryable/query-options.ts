@@ -1,4 +1,5 @@
-import type { CopyFormatOptions, CopyRow } from '../copy/format.js'
+import type { CopyFormatOptions } from '../copy/options.js'
+import type { CopyRow } from '../copy/rows.js'
 import { ArgumentError } from '../errors.js'
 import { Lsn } from '../types/lsn.js'
 import type { QuerySettings, ResultLimits } from '../query/exchange.js'
