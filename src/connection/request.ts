@@ -39,6 +39,12 @@ export interface Request {
   /** True once the request was abandoned before being written (aborted): it is skipped, not written. */
   readonly dropped?: boolean
   /**
+   * True for a request that speaks only the simple protocol (a simple query,
+   * a replication command's COPY BOTH): the only kind a replication
+   * connection takes (lane/replication-guard.ts).
+   */
+  readonly simpleProtocol?: boolean
+  /**
    * Called after every chunk read from the socket while this request is at the
    * head of the queue: for a request that passes the server's bytes on and
    * gathers the messages of one chunk into one write.

@@ -24,19 +24,20 @@ const allowedLayers: Record<Layer, Layer[]> = {
   // COPY data formats: pure encoding and decoding over the type system.
   copy: ['errors', 'protocol', 'types'],
   query: ['errors', 'protocol', 'connection', 'types', 'config', 'wire', 'copy'],
-  // Logical replication messages (pgoutput) and LSNs: pure decoding over the type system.
+  // Logical replication messages (pgoutput): pure decoding over the type system (LSNs are a type: types/lsn.ts).
   replication: ['errors', 'protocol', 'types'],
   // The calls every query runner offers: argument and option checks, batches, COPY streams, transactions, tracing.
   // Tracing through diagnostics_channel: the events' contexts, filled in by whichever layer learns each field.
   trace: ['errors', 'sql', 'config', 'connection'],
-  queryable: ['errors', 'sql', 'trace', 'protocol', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'wire'],
+  queryable: ['errors', 'sql', 'trace', 'protocol', 'config', 'connection', 'types', 'copy', 'query', 'wire'],
   // One server connection's life under a client, a pool slot or a replication connection.
   lane: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'query', 'queryable'],
   // Replication connections and their streams, over a lane.
   walsender: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane'],
-  // Many lanes: routing, hosts and roles, hooks, the waiting queue, reservations.
-  pool: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane', 'walsender'],
-  // The top of src/: index.ts (the export list) and client.ts.
+  // Many lanes: routing, hosts and roles, hooks, the waiting queue, reservations. No replication:
+  // pipegres/replication's subscribe(pool) reads the pool's settings through lane/internals.ts.
+  pool: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'queryable', 'lane'],
+  // The top of src/: the package entries (index.ts, workerd.ts, replication.ts, ...), their export lists and client.ts.
   face: ['errors', 'sql', 'trace', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'queryable', 'lane', 'walsender', 'pool', 'face', 'wire'],
   // The browser-side parser (pipegres/wire) must load in a browser: it shares only
   // the layers that import no node: module (checked by a build against the DOM library).
