@@ -427,12 +427,22 @@ export class ScriptedBackend {
   /** Cancel requests received, as [pid, secret key length] (each comes on a stream of its own). */
   readonly cancels: StartupPacket[] = []
   private opened = 0
+  /** Rejects with the first script error, so that a test body waiting on the client stops at once. */
+  private readonly firstError: Promise<never>
+  private failFirst: (err: ScriptError) => void = () => {}
   private readonly plans: readonly ConnectionPlan[]
   readonly timeoutMs: number
 
   constructor(plans: readonly ConnectionPlan[], options: BackendOptions = {}) {
     this.plans = plans
     this.timeoutMs = options.timeoutMs ?? 1500
+    this.firstError = new Promise<never>((_, reject) => (this.failFirst = reject))
+    this.firstError.catch(() => {})
+  }
+
+  private report(err: ScriptError): void {
+    this.errors.push(err)
+    this.failFirst(err)
   }
 
   /** Connection options for a Client or Pool on this backend (add to them as needed). */
@@ -463,12 +473,12 @@ export class ScriptedBackend {
     const plan = this.plans[index]
     if (plan === undefined) {
       const err = new ScriptError(`the client opened connection ${index + 1}, but the test scripts ${this.plans.length}`)
-      this.errors.push(err)
+      this.report(err)
       throw err
     }
     if ('refuse' in plan) throw new Error(plan.refuse)
     const script: Script = Array.isArray(plan) ? { steps: plan as readonly Step[] } : (plan as Script)
-    this.connections.push(new ScriptedConnection(index, script, stream, this.timeoutMs, (e) => this.errors.push(e)))
+    this.connections.push(new ScriptedConnection(index, script, stream, this.timeoutMs, (e) => this.report(e)))
     return stream
   }
 
@@ -500,6 +510,7 @@ export class ScriptedBackend {
     try {
       await Promise.race([
         body(client),
+        this.firstError,
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new Error(`the test body did not finish within ${bodyLimit} ms`)), bodyLimit)
         }),
