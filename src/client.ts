@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events'
 import { Lane, safely } from './lane/lane.js'
 import { exposeInternals } from './lane/internals.js'
+import { laneStatements } from './queryable/query-requests.js'
 import { checkClientOptions, clientKeys, registerCustomType, type ClientOptions } from './queryable/client-options.js'
 import { resolveConfig } from './config/index.js'
 import type { ConnectionConfig } from './config/types.js'
@@ -58,7 +59,9 @@ export class Client extends Queryable {
     this.#listeners = new Listeners((sql) => this.query(sql).then(() => undefined))
     this.#lane = new Lane({
       config: this.config,
-      defaults: this.#defaults,
+      catalog: this.#defaults.catalog,
+      view: this.#defaults.view,
+      statement: laneStatements(this.#defaults),
       backoff: { failures: 0, nextAttemptAt: 0 },
       reconnectMaxDelay: checked.reconnectMaxDelay,
       maxPending: checked.maxPending,

@@ -31,7 +31,7 @@ const allowedLayers: Record<Layer, Layer[]> = {
   trace: ['errors', 'sql', 'config', 'connection'],
   queryable: ['errors', 'sql', 'trace', 'protocol', 'config', 'connection', 'types', 'copy', 'query', 'wire'],
   // One server connection's life under a client, a pool slot or a replication connection.
-  lane: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'query', 'queryable'],
+  lane: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'query'],
   // Replication connections and their streams, over a lane.
   walsender: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane'],
   // Many lanes: routing, hosts and roles, hooks, the waiting queue, reservations. No replication:
@@ -146,7 +146,7 @@ test('every import under src/ respects the layering', () => {
 // routing policy and the backoff rules are pure; the request classes depend
 // on the exchange they share, never the other way round or on each other.
 const forbiddenFiles: Record<string, readonly string[]> = {
-  'client.ts': ['pool/pool.ts', 'pool/reserved-client.ts', 'pool/routing.ts', 'lane/lane-queryable.ts'],
+  'client.ts': ['pool/pool.ts', 'pool/reserved-client.ts', 'pool/routing.ts', 'queryable/lane-queryable.ts'],
   'pool/reserved-client.ts': ['client.ts', 'pool/pool.ts', 'lane/lane.ts#runtime'],
   'pool/routing.ts': ['*#runtime'],
   'lane/lane.ts': ['queryable/transaction.ts'],
