@@ -1,4 +1,4 @@
-import { ConnectionError, PgError, PipegresError, ParameterError, type PgErrorFields } from '../../index.js'
+import { AbortError, ConnectionError, PgError, PipegresError, ParameterError, type PgErrorFields } from '../../index.js'
 
 // postgres.js's errors: PostgresError for the server's errors (its field
 // names: severity_local, schema_name, ...), plain Errors with a `code` for
@@ -58,6 +58,28 @@ export class PostgresError extends Error {
 }
 
 /** postgres.js's errors of its own: `CODE: message`, with the code as `code`. */
+/** The server's error for a cancelled query, made here for a query cancelled before it was sent. */
+export const CANCELED: PgErrorFields = {
+  severity: 'ERROR',
+  severityNonLocalized: 'ERROR',
+  code: '57014',
+  message: 'canceling statement due to user request',
+  detail: undefined,
+  hint: undefined,
+  position: undefined,
+  internalPosition: undefined,
+  internalQuery: undefined,
+  where: undefined,
+  schema: undefined,
+  table: undefined,
+  column: undefined,
+  dataType: undefined,
+  constraint: undefined,
+  file: undefined,
+  line: undefined,
+  routine: undefined,
+}
+
 export function generic(code: string, message: string): Error & { code: string } {
   return Object.assign(new Error(`${code}: ${message}`), { code })
 }
@@ -139,6 +161,9 @@ export function toPostgresError(err: unknown, at: Endpoint, ctx: ErrorContext | 
       const code = connectionCodes[err.code] ?? (err.code === 'PG_CONNECTION_REFUSED' ? 'ECONNREFUSED' : 'CONNECTION_CLOSED')
       out = connectionError(code, at, err)
     }
+  } else if (err instanceof AbortError) {
+    // query.cancel(): the server's query_canceled when it was running, else the same error made here, as postgres.js does.
+    out = err.cause instanceof PgError ? new PostgresError(err.cause, { cause: err }) : new PostgresError(CANCELED, { cause: err })
   } else if (err instanceof ParameterError && err.cause instanceof Error) {
     out = err.cause
   } else if (!(err instanceof PipegresError) && (err as Error).cause instanceof Error && (err as Error).name === 'CodecError') {

@@ -165,6 +165,7 @@ function postgres(url?: string | PostgresOptions, options?: PostgresOptions): Sq
     copies: { active: 0 },
     ended: false,
     ending: undefined,
+    destroyed: false,
     broken,
     files: new Map(),
   }

@@ -1,6 +1,6 @@
 import type { CopyInStream, CopyOutStream, Pool, Result as CoreResult } from '../../index.js'
 import { build, isFragment, unsafeValues } from './build.js'
-import { generic, PostgresError, toPostgresError, type Endpoint, type ErrorContext } from './errors.js'
+import { CANCELED, generic, PostgresError, toPostgresError, type Endpoint, type ErrorContext } from './errors.js'
 import type { ResolvedOptions } from './options.js'
 import { columnsOf, emptyResult, toResult, type Result, type Statement } from './result.js'
 import type { Transform } from './transform.js'
@@ -60,27 +60,7 @@ function joinGroup(): CancelGroup {
 }
 
 function cancelledError(): PostgresError {
-  const e = new PostgresError({
-    severity: 'ERROR',
-    severityNonLocalized: 'ERROR',
-    code: '57014',
-    message: 'canceling statement due to user request',
-    detail: undefined,
-    hint: undefined,
-    position: undefined,
-    internalPosition: undefined,
-    internalQuery: undefined,
-    where: undefined,
-    schema: undefined,
-    table: undefined,
-    column: undefined,
-    dataType: undefined,
-    constraint: undefined,
-    file: undefined,
-    line: undefined,
-    routine: undefined,
-  })
-  return e
+  return new PostgresError(CANCELED)
 }
 
 // The frames of the code that made a query, for its error: captured once per template call site (as postgres.js does).

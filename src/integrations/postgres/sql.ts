@@ -23,6 +23,8 @@ export interface Instance {
   /** Set once sql.end() was called: every later query fails with CONNECTION_ENDED. */
   ended: boolean
   ending: Promise<void> | undefined
+  /** Set once sql.end({ timeout }) ran out and closed every connection. */
+  destroyed: boolean
   /** A configuration error found when the instance was made: every query fails with it. */
   broken: unknown
   readonly files: Map<string, Promise<string>>
@@ -79,6 +81,10 @@ function makeSql(inst: Instance, handler: Handler): Sql {
     return new Builder(first, rest)
   } as Sql
   const types = typeHelpers(inst.options)
+  const userTypes = new Set<number>()
+  for (const t of Object.values(inst.options.types)) {
+    for (const oid of [t.to, ...(t.from === null || t.from === undefined ? [] : Array.isArray(t.from) ? t.from : [t.from])]) userTypes.add(oid)
+  }
   Object.assign(sql, {
     options: inst.options,
     parameters: inst.options.parameters,
@@ -115,7 +121,7 @@ function makeSql(inst: Instance, handler: Handler): Sql {
     json: (value: unknown) => new TypedValue(value, 3802, 'jsonb'),
     array: (xs: unknown[], type?: number) => {
       if (!Array.isArray(xs)) throw new TypeError('sql.array() needs an array')
-      return arrayParam(xs, type)
+      return arrayParam(xs, type, userTypes)
     },
     listen: (channel: string, fn: (payload: string) => void, onlisten?: () => void): Promise<ListenResult> => inst.notifications.listen(channel, fn, onlisten),
     notify: (channel: string, payload: string) => sql`select pg_notify(${String(channel)}, ${String(payload)})`,
@@ -187,9 +193,9 @@ async function reserve(inst: Instance): Promise<Sql> {
 
 let savepoints = 0
 
-async function settleAll<T>(result: T | Promise<T>): Promise<unknown> {
-  const r = await result
-  return Array.isArray(r) ? Promise.all(r) : r
+/** What a transaction's or savepoint's function returned: an array of queries runs them all (postgres.js's implicit execution). */
+function settleAll(result: unknown): Promise<unknown> {
+  return Array.isArray(result) ? Promise.all(result) : Promise.resolve(result)
 }
 
 async function begin<T>(inst: Instance, mode: string | Fn<T>, fn: Fn<T> | undefined): Promise<unknown> {
@@ -242,10 +248,13 @@ async function begin<T>(inst: Instance, mode: string | Fn<T>, fn: Fn<T> | undefi
   try {
     await started
     const result = await settleAll(body(sql))
+    if (inst.destroyed) throw connectionError('CONNECTION_CLOSED', inst.endpoint)
     committing = true
     await run(prepared === undefined ? 'commit' : `prepare transaction '${prepared.replace(/'/g, "''")}'`)
     return result
-  } catch (err) {
+  } catch (thrown) {
+    // A transaction whose connection sql.end() closed under it failed with it, whatever its function made of that.
+    const err = inst.destroyed ? connectionError('CONNECTION_CLOSED', inst.endpoint, thrown) : thrown
     // A failed COMMIT ended the transaction already: a ROLLBACK would only draw a warning.
     if (!committing) await run('rollback').catch(() => undefined)
     if (isLost(err)) lost = err as Error
@@ -271,6 +280,7 @@ async function end(inst: Instance, o: { timeout?: number | null } | undefined): 
   let timer: ReturnType<typeof setTimeout> | undefined
   const destroyed = new Promise<void>((resolve) => {
     timer = setTimeout(() => {
+      inst.destroyed = true
       const reason = markShaped(connectionError('CONNECTION_DESTROYED', inst.endpoint))
       inst.pool.destroy(reason)
       inst.notifications.destroy(reason)

@@ -94,8 +94,9 @@ export function serializeArray(xs: unknown, serialize: (x: never) => unknown, de
   if (!Array.isArray(xs)) return String(serialize(xs as never))
   const parts = xs.map((x) => {
     if (x === null || x === undefined) return 'NULL'
+    if (x instanceof TypedValue) return `"${String(serialize(x.value as never)).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`
     if (Array.isArray(x)) return serializeArray(x, serialize, delimiter)
-    const v = x instanceof TypedValue ? x.value : x
+    const v = x
     return `"${String(serialize(v as never)).replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`
   })
   return `{${parts.join(delimiter)}}`
@@ -172,10 +173,12 @@ export function param(x: unknown): unknown {
 }
 
 /** sql.array(xs, type?): an array parameter of the array type of `type` (or of its elements' inferred type, text by default). */
-export function arrayParam(xs: unknown[], type: number | undefined): TypedValue {
+export function arrayParam(xs: unknown[], type: number | undefined, userTypes: ReadonlySet<number>): unknown {
   const elem = type ?? (xs.length > 0 ? inferType(xs) || 25 : 0)
-  const unwrapped = unwrap(xs)
-  if (elem === 0) return new TypedValue(unwrapped, 1009, 'text[]')
+  // Elements of a type of the application's keep their type: its serializer writes them.
+  const unwrapped = xs[0] instanceof TypedValue && userTypes.has(xs[0].oid) ? xs : unwrap(xs)
+  // An empty array of no given type: the server infers it, as postgres.js lets it.
+  if (elem === 0) return unwrapped
   const array = arrayOf.get(elem) ?? elem
   return new TypedValue(unwrapped, array, `type ${array}`)
 }
