@@ -162,7 +162,7 @@ function postgres(url?: string | PostgresOptions, options?: PostgresOptions): Sq
     options: o,
     endpoint,
     notifications: new Notifications(listenOptions(o), endpoint),
-    copies: { active: 0 },
+    copies: { active: 0, streams: new Set() },
     ended: false,
     ending: undefined,
     destroyed: false,

@@ -39,7 +39,7 @@ export class Notifications {
             },
           )
         }
-        setTimeout(again, 20).unref()
+        again()
       })
       this.#client = c
     }

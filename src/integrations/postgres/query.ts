@@ -23,8 +23,10 @@ export interface Handler {
   readonly endpoint: Endpoint
   /** Why this query may not run now (the instance ended, a BEGIN outside sql.begin(), ...), or undefined. */
   refuse(text: string): Error | undefined
+  /** Whether a query failing on a stale prepared statement is run again unnamed (not inside a transaction). */
+  readonly retries: boolean
   /** Counts COPY FROM streams open (a pool whose every connection holds one would make any other query wait for ever). */
-  copies: { active: number }
+  copies: { active: number; streams: Set<CopyInStream> }
 }
 
 /** Returned by a cursor's callback: stop reading and close the cursor. */
@@ -64,18 +66,22 @@ function cancelledError(): PostgresError {
 }
 
 // The frames of the code that made a query, for its error: captured once per template call site (as postgres.js does).
+// The frame of the call site alone: a query's error then ends with the line that made it.
 const origins = new WeakMap<readonly string[], string>()
 function frames(): string {
   const stack = new Error().stack ?? ''
   return stack.slice(stack.indexOf('\n') + 1)
 }
-function originOf(strings: readonly string[]): string {
-  let o = origins.get(strings)
-  if (o === undefined) {
-    o = frames()
-    origins.set(strings, o)
-  }
-  return o
+/** Records the call site of a template (once per site): `above` is the function the application called. */
+export function captureOrigin(strings: readonly string[], above: Function): void {
+  if (origins.has(strings)) return
+  const holder: { stack?: string } = {}
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 1
+  Error.captureStackTrace(holder, above)
+  Error.stackTraceLimit = limit
+  const stack = holder.stack ?? ''
+  origins.set(strings, stack.slice(stack.indexOf('\n') + 1))
 }
 
 let statementCount = 0
@@ -88,6 +94,13 @@ function statementName(text: string): string {
     statementNames.set(text, name)
   }
   return name
+}
+
+/** Texts whose prepared statement went stale under a table change: run unnamed since. */
+const stale = new Set<string>()
+function isStale(err: unknown): boolean {
+  const e = err as { code?: unknown; routine?: unknown }
+  return (e.code === '42804' && e.routine === 'transformAssignedExpr') || (e.code === '0A000' && e.routine === 'RevalidateCachedQuery')
 }
 
 type Mode = 'object' | 'values' | 'raw'
@@ -128,7 +141,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     this.#simple = kind !== 'tagged' && ('simple' in options ? options.simple === true : args.length === 0)
     this.#file = file
     const debug = handler.options.debug
-    this.#origin = debug ? frames() : kind === 'tagged' ? originOf(strings) : undefined
+    this.#origin = debug ? frames() : kind === 'tagged' ? origins.get(strings) : undefined
   }
 
   then<A = T, B = never>(onfulfilled?: ((value: T) => A | PromiseLike<A>) | null, onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
@@ -212,11 +225,13 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const w = this.#handler.runner.copyFrom(text)
     const copies = this.#handler.copies
     copies.active++
+    copies.streams.add(w)
     let done = false
     const over = (): void => {
       if (!done) {
         done = true
         copies.active--
+        copies.streams.delete(w)
       }
     }
     w.result.then(over, over)
@@ -266,6 +281,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const h = this.#handler
     const refused = h.refuse(text)
     if (refused !== undefined) return Promise.reject(refused)
+    if (values.length > 65534) return Promise.reject(generic('MAX_PARAMETERS_EXCEEDED', 'Max number of parameters (65534) exceeded'))
     if (typeof h.options.debug === 'function') h.options.debug(0, text, values, [])
     const fail = (err: unknown): never => {
       throw toPostgresError(err, h.endpoint, this.#context(text, values))
@@ -289,7 +305,22 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
         return out.length === 1 ? out[0] : out
       })
     } else {
-      p = h.runner.query(text, values, { rowMode, prepare, signal: g.controller.signal }).then(convert)
+      const signal = g.controller.signal
+      const usePrepared = prepare && !stale.has(text)
+      p = h.runner.query(text, values, { rowMode, prepare: usePrepared, signal }).then(convert)
+      // A prepared statement a table change broke (its parameter or result types changed): run unnamed, outside a
+      // transaction block, from then on; the error inside one stands, as the block is aborted anyway.
+      if (usePrepared && h.retries) {
+        p = p.catch((err: unknown) => {
+          if (!isStale(err)) throw err
+          if (stale.size > 10_000) stale.clear()
+          stale.add(text)
+          // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
+          return h.runner.query(text, values, { rowMode, prepare: false, signal }).then(convert, (again: unknown) => {
+            throw (again as { code?: unknown }).code === '25P02' ? err : again
+          })
+        })
+      }
     }
     return p.then(
       (r) => {

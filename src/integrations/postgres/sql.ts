@@ -4,7 +4,7 @@ import { Builder, Identifier } from './build.js'
 import { connectionError, generic, markShaped, PostgresError, toPostgresError, type Endpoint } from './errors.js'
 import { Notifications, type ListenResult } from './listen.js'
 import type { ResolvedOptions } from './options.js'
-import { CLOSE, PendingQuery, type Handler, type Runner, type UnsafeOptions } from './query.js'
+import { captureOrigin, CLOSE, PendingQuery, type Handler, type Runner, type UnsafeOptions } from './query.js'
 import { arrayParam } from './types.js'
 
 // The `sql` function and what hangs on it, for the whole instance (a pipegres
@@ -19,7 +19,7 @@ export interface Instance {
   readonly options: ResolvedOptions
   readonly endpoint: Endpoint
   readonly notifications: Notifications
-  readonly copies: { active: number }
+  readonly copies: Handler['copies']
   /** Set once sql.end() was called: every later query fails with CONNECTION_ENDED. */
   ended: boolean
   ending: Promise<void> | undefined
@@ -40,23 +40,32 @@ function rootHandler(inst: Instance): Handler {
     transform: inst.options.transform,
     endpoint: inst.endpoint,
     copies: inst.copies,
+    retries: true,
     refuse(text) {
       if (inst.broken !== undefined) return inst.broken as Error
       if (inst.ended) return connectionError('CONNECTION_ENDED', inst.endpoint)
       if (max > 1 && TX_START.test(text)) return generic('UNSAFE_TRANSACTION', 'Only use sql.begin, sql.reserved or max: 1')
-      if (inst.copies.active >= max) return generic('COPY_IN_PROGRESS', 'You cannot execute queries during copy')
+      if (inst.copies.active >= max && openCopies(inst) >= max) return generic('COPY_IN_PROGRESS', 'You cannot execute queries during copy')
       return undefined
     },
   }
 }
 
-function childHandler(inst: Instance, runner: Runner, gone: () => Error | undefined): Handler {
+/** COPY FROM streams still being written: each holds a connection until it is ended. */
+function openCopies(inst: Instance): number {
+  let n = 0
+  for (const w of inst.copies.streams) if (!w.writableEnded && !w.destroyed) n++
+  return n
+}
+
+function childHandler(inst: Instance, runner: Runner, gone: () => Error | undefined, retries = false): Handler {
   return {
+    retries,
     runner,
     options: inst.options,
     transform: inst.options.transform,
     endpoint: inst.endpoint,
-    copies: { active: 0 },
+    copies: { active: 0, streams: new Set() },
     refuse: () => gone(),
   }
 }
@@ -76,7 +85,10 @@ function isTemplate(x: unknown): x is TemplateStringsArray {
 /** The pieces common to every sql function: the tag itself, unsafe(), file(), the value helpers. */
 function makeSql(inst: Instance, handler: Handler): Sql {
   const sql = function sql(first: unknown, ...rest: unknown[]): unknown {
-    if (isTemplate(first)) return new PendingQuery(handler, first, rest, 'tagged')
+    if (isTemplate(first)) {
+      captureOrigin(first, sql)
+      return new PendingQuery(handler, first, rest, 'tagged')
+    }
     if (typeof first === 'string' && rest.length === 0) return new Identifier(first)
     return new Builder(first, rest)
   } as Sql
@@ -124,7 +136,8 @@ function makeSql(inst: Instance, handler: Handler): Sql {
       return arrayParam(xs, type, userTypes)
     },
     listen: (channel: string, fn: (payload: string) => void, onlisten?: () => void): Promise<ListenResult> => inst.notifications.listen(channel, fn, onlisten),
-    notify: (channel: string, payload: string) => sql`select pg_notify(${String(channel)}, ${String(payload)})`,
+    // Sent at once (an async function, as in postgres.js): code calls notify() without awaiting it.
+    notify: async (channel: string, payload: string) => await sql`select pg_notify(${String(channel)}, ${String(payload)})`,
   })
   return sql
 }
@@ -163,7 +176,15 @@ export const thrownBySocket = new WeakMap<object, unknown>()
 
 async function reserveConnection(inst: Instance): Promise<ReservedClient> {
   try {
-    return await inst.pool.reserve()
+    const conn = await inst.pool.reserve()
+    // A reservation of a connection not opened yet opens it now, so that a failure to connect is reserve()'s, as in postgres.js.
+    if (!conn.processId) {
+      await conn.simpleQuery('').catch(async (err: unknown) => {
+        await conn.release().catch(() => undefined)
+        throw err
+      })
+    }
+    return conn
   } catch (err) {
     throw toPostgresError(err, inst.endpoint, undefined)
   }
@@ -180,7 +201,7 @@ async function reserve(inst: Instance): Promise<Sql> {
     throw raw !== undefined ? raw : err
   }
   let released = false
-  const handler = childHandler(inst, conn, () => (released ? generic('RELEASED', 'This reserved connection was released: reserve another') : undefined))
+  const handler = childHandler(inst, conn, () => (released ? generic('RELEASED', 'This reserved connection was released: reserve another') : undefined), true)
   const sql = makeSql(inst, handler)
   sql.release = () => {
     if (!released) {
