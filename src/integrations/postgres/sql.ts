@@ -6,6 +6,7 @@ import { Notifications, type ListenResult } from './listen.js'
 import type { ResolvedOptions } from './options.js'
 import { captureOrigin, CLOSE, PendingQuery, type Handler, type Runner, type UnsafeOptions } from './query.js'
 import { arrayParam } from './types.js'
+import type { Result } from './result.js'
 
 // The `sql` function and what hangs on it, for the whole instance (a pipegres
 // pool), a reserved connection (sql.reserve()) and a transaction
@@ -73,9 +74,30 @@ function childHandler(inst: Instance, runner: Runner, gone: () => Error | undefi
 type Fn<T> = (sql: Sql) => T | Promise<T>
 
 export interface Sql {
-  (strings: TemplateStringsArray, ...args: unknown[]): PendingQuery
+  (strings: TemplateStringsArray, ...args: unknown[]): PendingQuery<Result<any>>
   (first: unknown, ...rest: unknown[]): Builder | Identifier
-  [key: string]: any
+  readonly options: ResolvedOptions
+  readonly parameters: Record<string, string>
+  unsafe(text: string, args?: unknown[], options?: UnsafeOptions): PendingQuery<Result<any>>
+  file(path: string | URL, args?: unknown[], options?: UnsafeOptions): PendingQuery<Result<any>>
+  begin<T>(fn: (sql: Sql) => T | Promise<T>): Promise<T extends readonly unknown[] ? { [K in keyof T]: Awaited<T[K]> } : Awaited<T>>
+  begin<T>(mode: string, fn: (sql: Sql) => T | Promise<T>): Promise<T extends readonly unknown[] ? { [K in keyof T]: Awaited<T[K]> } : Awaited<T>>
+  savepoint<T>(fn: (sql: Sql) => T | Promise<T>): Promise<Awaited<T>>
+  savepoint<T>(name: string, fn: (sql: Sql) => T | Promise<T>): Promise<Awaited<T>>
+  prepare(name: string): void
+  reserve(): Promise<Sql>
+  release(): void
+  listen(channel: string, fn: (payload: string) => void, onlisten?: () => void): Promise<ListenResult>
+  notify(channel: string, payload: string): Promise<Result<any>>
+  end(options?: { timeout?: number | null }): Promise<void>
+  close(): Promise<void>
+  array(xs: unknown[], type?: number): unknown
+  json(value: unknown): TypedValue
+  typed: ((value: unknown, type: number) => TypedValue) & Record<string, (value: unknown) => unknown>
+  types: ((value: unknown, type: number) => TypedValue) & Record<string, (value: unknown) => unknown>
+  readonly PostgresError: typeof PostgresError
+  readonly CLOSE: object
+  readonly END: object
 }
 
 function isTemplate(x: unknown): x is TemplateStringsArray {
@@ -143,13 +165,13 @@ function makeSql(inst: Instance, handler: Handler): Sql {
 }
 
 /** sql.types / sql.typed: typed(value, oid), and one helper per named type (the built-in ones and the `types` option's). */
-function typeHelpers(options: ResolvedOptions): (value: unknown, type: number) => TypedValue {
+function typeHelpers(options: ResolvedOptions): Sql['typed'] {
   const typed = (value: unknown, type: number): TypedValue => new TypedValue(value, type, `type ${type}`)
   const named: Record<string, number> = { string: 25, json: 3802, boolean: 16, date: 1184, bytea: 17 }
   for (const [k, t] of Object.entries(options.types)) named[k] = t.to
   for (const [k, oid] of Object.entries(named)) (typed as unknown as Record<string, unknown>)[k] = (x: unknown) => new TypedValue(x, oid, k)
   ;(typed as unknown as Record<string, unknown>).number = (x: unknown) => x
-  return typed
+  return typed as Sql['typed']
 }
 
 /** The instance's own sql: the pool, begin(), reserve(), end(). */
@@ -203,7 +225,7 @@ async function reserve(inst: Instance): Promise<Sql> {
   let released = false
   const handler = childHandler(inst, conn, () => (released ? generic('RELEASED', 'This reserved connection was released: reserve another') : undefined), true)
   const sql = makeSql(inst, handler)
-  sql.release = () => {
+  ;(sql as { release: () => void }).release = () => {
     if (!released) {
       released = true
       void conn.release().catch(() => undefined)
