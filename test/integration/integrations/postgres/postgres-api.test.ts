@@ -41,7 +41,7 @@ test('helpers: insert, update, in, identifiers, fragments', { skip }, async () =
   const where = sql`id in ${sql([1, 2])}`
   const got = await sql`select ${sql(['id', 'name'])} from ${sql(table)} where ${where} order by id`
   assert.deepEqual([...got], [{ id: 1, name: 'a' }, { id: 2, name: 'c' }])
-  assert.deepEqual(await sql`select * from ${sql(table)} where id = 1`.values(), [[1, 'a', ['x']]])
+  assert.deepEqual([...(await sql`select * from ${sql(table)} where id = 1`.values())], [[1, 'a', ['x']]])
   assert.equal(await codeOf(sql`select ${undefined}`), 'UNDEFINED_VALUE')
 })
 
@@ -83,10 +83,13 @@ test('cursors, forEach and COPY', { skip }, async () => {
 })
 
 test('listen and notify', { skip }, async () => {
-  const got = new Promise<string>((resolve) => void sql.listen('pgjs_test_channel', resolve))
-  await new Promise((r) => setTimeout(r, 50))
+  let heard: (payload: string) => void = () => {}
+  const got = new Promise<string>((resolve) => (heard = resolve))
+  const listening = await sql.listen('pgjs_test_channel', (payload) => heard(payload))
+  assert.equal(typeof listening.state.pid, 'number')
   await sql.notify('pgjs_test_channel', 'hello')
   assert.equal(await got, 'hello')
+  await listening.unlisten()
 })
 
 test('errors: PostgresError with postgres.js fields, query and parameters; cancel', { skip }, async () => {
