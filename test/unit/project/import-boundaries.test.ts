@@ -65,7 +65,8 @@ const allowedNode: Record<Layer, RegExp> = {
   pool: /^node:events$/,
   face: /^node:(events|stream)$/,
   wire: /^$/,
-  integrations: /^node:(events|stream|diagnostics_channel|async_hooks|util)$/,
+  // fs/promises: pipegres/postgres's sql.file() reads a query from a file, as postgres.js's does.
+  integrations: /^node:(events|stream|diagnostics_channel|async_hooks|util|fs\/promises)$/,
 }
 
 // The only packages an integration may import, each an optional peer dependency of its own subpath.
