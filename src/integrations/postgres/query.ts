@@ -41,6 +41,14 @@ class CancelGroup {
   readonly controller = new AbortController()
   pending = 0
   cancelling = 0
+  /** The options of its queries, by row mode and prepare: made once per group rather than per query. */
+  readonly options = new Map<string, { rowMode: 'array' | 'object'; prepare: boolean; signal: AbortSignal }>()
+  optionsFor(rowMode: 'array' | 'object', prepare: boolean): { rowMode: 'array' | 'object'; prepare: boolean; signal: AbortSignal } {
+    const key = prepare ? rowMode : rowMode + '!'
+    let o = this.options.get(key)
+    if (o === undefined) this.options.set(key, (o = { rowMode, prepare, signal: this.controller.signal }))
+    return o
+  }
   settle(): void {
     this.pending--
     if (this.cancelling > 0 && this.pending === this.cancelling) this.controller.abort()
@@ -84,16 +92,18 @@ export function captureOrigin(strings: readonly string[], above: Function): void
   origins.set(strings, stack.slice(stack.indexOf('\n') + 1))
 }
 
+// A result's statement, as postgres.js shares it between the executions of one text: named when prepared.
 let statementCount = 0
-const statementNames = new Map<string, string>()
-function statementName(text: string): string {
-  let name = statementNames.get(text)
-  if (name === undefined) {
-    if (statementNames.size > 10_000) statementNames.clear()
-    name = 'p' + (++statementCount).toString(36)
-    statementNames.set(text, name)
+const statements = { named: new Map<string, Statement>(), unnamed: new Map<string, Statement>() }
+function statementOf(text: string, named: boolean): Statement {
+  const byText = named ? statements.named : statements.unnamed
+  let s = byText.get(text)
+  if (s === undefined) {
+    if (byText.size > 10_000) byText.clear()
+    s = { name: named ? 'p' + (++statementCount).toString(36) : '', string: text, types: [], columns: [] }
+    byText.set(text, s)
   }
-  return name
+  return s
 }
 
 /** Texts whose prepared statement went stale under a table change: run unnamed since. */
@@ -263,9 +273,15 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     if (this.#cancelled) return Promise.reject(cancelledError())
     let text: string
     let values: unknown[]
-    if (this.#kind === 'tagged') {
+    // Tagged templates and unsafe() texts are sent in this turn, as written; only file() waits (for the file).
+    if (this.#kind !== 'file') {
       try {
-        ;({ text, values } = build(this, h.transform))
+        if (this.#kind === 'tagged') ({ text, values } = build(this, h.transform))
+        else {
+          const given: unknown = this.strings[0]
+          text = typeof given === 'string' ? given : String(given)
+          values = unsafeValues(this.args, h.transform)
+        }
       } catch (err) {
         return Promise.reject(err)
       }
@@ -288,50 +304,59 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     }
     if (this.#describe) return h.runner.describe(text).then((d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }), fail)
     const prepare = this.#kind === 'tagged' ? h.options.prepare : this.#options.prepare === true
-    const statement: Statement = { name: prepare && !this.#simple ? statementName(text) : '', string: text, types: [], columns: [] }
+    const statement = statementOf(text, prepare && !this.#simple)
     const arrays = this.#mode !== 'object'
     const rowMode = arrays || h.transform.results ? 'array' : 'object'
     if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch(fail)
     const g = (this.#group = joinGroup())
-    const settle = (): void => {
-      this.#settled = true
-      g.settle()
-    }
-    const convert = (core: CoreResult<unknown>): unknown => this.#result(core, statement)
-    let p: Promise<unknown>
     if (this.#simple) {
-      p = h.runner.simpleQuery(text, { rowMode, signal: g.controller.signal }).then((rs) => {
-        const out = rs.map((r) => this.#result(r as CoreResult<unknown>, { ...statement, columns: [] }))
-        return out.length === 1 ? out[0] : out
-      })
-    } else {
-      const signal = g.controller.signal
-      const usePrepared = prepare && !stale.has(text)
-      p = h.runner.query(text, values, { rowMode, prepare: usePrepared, signal }).then(convert)
-      // A prepared statement a table change broke (its parameter or result types changed): run unnamed, outside a
-      // transaction block, from then on; the error inside one stands, as the block is aborted anyway.
-      if (usePrepared && h.retries) {
-        p = p.catch((err: unknown) => {
-          if (!isStale(err)) throw err
-          if (stale.size > 10_000) stale.clear()
-          stale.add(text)
-          // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
-          return h.runner.query(text, values, { rowMode, prepare: false, signal }).then(convert, (again: unknown) => {
-            throw (again as { code?: unknown }).code === '25P02' ? err : again
-          })
-        })
-      }
+      return h.runner.simpleQuery(text, { rowMode, signal: g.controller.signal }).then(
+        (rs) => {
+          this.#settle(g)
+          const out = rs.map((r) => this.#result(r as CoreResult<unknown>, { ...statement, columns: [] }))
+          return out.length === 1 ? out[0] : out
+        },
+        (err: unknown) => {
+          this.#settle(g)
+          return fail(err)
+        },
+      )
     }
-    return p.then(
-      (r) => {
-        settle()
-        return r
+    const usePrepared = prepare && !stale.has(text)
+    // One handler each way, which settles the query's cancel group: a pipelined query is cheap enough that each
+    // promise more in its chain shows.
+    return h.runner.query(text, values, g.optionsFor(rowMode, usePrepared)).then(
+      (core) => {
+        this.#settle(g)
+        return this.#result(core, statement)
       },
       (err: unknown) => {
-        settle()
-        return fail(err)
+        // A prepared statement a table change broke (its parameter or result types changed): run unnamed, outside a
+        // transaction block, from then on; the error inside one stands, as the block is aborted anyway.
+        if (!(usePrepared && h.retries && isStale(err))) {
+          this.#settle(g)
+          return fail(err)
+        }
+        if (stale.size > 10_000) stale.clear()
+        stale.add(text)
+        return h.runner.query(text, values, g.optionsFor(rowMode, false)).then(
+          (core) => {
+            this.#settle(g)
+            return this.#result(core, statement)
+          },
+          (again: unknown) => {
+            this.#settle(g)
+            // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
+            return fail((again as { code?: unknown }).code === '25P02' ? err : again)
+          },
+        )
       },
     )
+  }
+
+  #settle(g: CancelGroup): void {
+    this.#settled = true
+    g.settle()
   }
 
   #result(core: CoreResult<unknown>, statement: Statement): unknown {
