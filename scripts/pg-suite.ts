@@ -14,12 +14,12 @@
 // the files the README names as failing for a reason (KNOWN_FAILING), F any
 // other failing file.
 
-import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { BootstrapConnection, sqlLiteral } from '../test/support/servers/bootstrap-sql.js'
 import { startServer, stopAll, stopAllOnSignals } from '../test/support/servers/postgres.js'
+import { requireSuite, runSuite } from './peer-suite.js'
 import { setUp } from './prerequisites.js'
 
 const MIN_PASSING = 75
@@ -44,14 +44,7 @@ function fail(message: string): never {
   process.exit(2)
 }
 
-if (!existsSync(suite)) {
-  // Asked for by path: a wrong path is an error. The default one is the peers' folder beside the
-  // repository, which a checkout of this repository alone does not have: nothing to run, said so.
-  if (process.argv[2] ?? process.env.PIPEGRES_PG_SUITE) fail(`no run-suite.sh at ${suite}: check the path`)
-  console.log(`pg-suite: no run-suite.sh at ${suite} (node-postgres's tests are not in this repository): skipped; pass its path as the argument or in PIPEGRES_PG_SUITE`)
-  console.log('summary: 0 passed, 0 failed, 1 skipped')
-  process.exit(0)
-}
+requireSuite('pg-suite', suite, Boolean(process.argv[2] ?? process.env.PIPEGRES_PG_SUITE), "node-postgres's tests", 'PIPEGRES_PG_SUITE')
 if (!existsSync(moduleFile)) fail(`no ${moduleFile}: run \`npm run build\` first`)
 if (!process.env.PIPEGRES_PG15_BIN) await setUp(['postgresql-15'], (line) => console.log(`pg-suite: ${line}`)).all
 if (!existsSync(join(binDir, 'postgres'))) fail(`no PostgreSQL at ${binDir}: install PostgreSQL 15 or set PIPEGRES_PG15_BIN`)
@@ -79,23 +72,7 @@ try {
   }
   for (const k of ['PGSSLMODE', 'PGSERVICE', 'PGPASSFILE', 'PGOPTIONS', 'DATABASE_URL']) delete env[k]
   console.log(`pg-suite: PostgreSQL ${server.versionString.replace(/^\D*/, '')} on port ${server.port}; running ${suite}`)
-  const output = await new Promise<string>((done, reject) => {
-    const child = spawn('bash', [suite, moduleFile], { env, stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString()
-      process.stdout.write(chunk)
-    })
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM')
-      reject(new Error(`run-suite.sh did not finish within ${SUITE_TIMEOUT_MS / 60_000} minutes`))
-    }, SUITE_TIMEOUT_MS)
-    child.on('error', reject)
-    child.on('close', () => {
-      clearTimeout(timer)
-      done(out)
-    })
-  })
+  const output = await runSuite(suite, moduleFile, env, SUITE_TIMEOUT_MS)
   const m = /pg suite: (\d+) of (\d+) integration files pass/.exec(output)
   if (m === null) {
     console.error('pg-suite: run-suite.sh printed no count')

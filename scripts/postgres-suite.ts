@@ -10,15 +10,21 @@
 // RUN_SUITE: the path of run-suite.sh, from the argument, else
 // PIPEGRES_POSTGRES_SUITE, else ../shared/peers/postgres.js/run-suite.sh
 // beside the repository. --module runs another module instead (`postgres`
-// itself, to compare). PIPEGRES_PG15_BIN overrides the server's bin directory.
+// itself, to compare). PIPEGRES_PG15_BIN overrides the server's bin directory;
+// without it, Debian's PostgreSQL 15 is installed when missing
+// (scripts/prerequisites.ts), as `npm test` would.
+//
+// The last line, `summary: P passed, F failed, K skipped`, counts tests: at or
+// above the floor the failures the README explains are K, below it they are F.
 
-import { spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { BootstrapConnection } from '../test/support/servers/bootstrap-sql.js'
 import { startServer, stopAll, stopAllOnSignals } from '../test/support/servers/postgres.js'
+import { requireSuite, runSuite } from './peer-suite.js'
+import { setUp } from './prerequisites.js'
 
 /** A little under what pipegres/postgres reliably reaches (see the README's "Switching from postgres.js"). */
 const DEFAULT_FLOOR = 240
@@ -41,8 +47,9 @@ function fail(message: string): never {
 }
 
 if (!Number.isInteger(floor) || floor < 0) fail(`--floor must be a non-negative integer, not ${JSON.stringify(flag('floor'))}`)
-if (!existsSync(suite)) fail(`no run-suite.sh at ${suite}: pass its path as the argument or in PIPEGRES_POSTGRES_SUITE`)
+requireSuite('postgres-suite', suite, Boolean(positional[0] ?? process.env.PIPEGRES_POSTGRES_SUITE), "postgres.js's tests", 'PIPEGRES_POSTGRES_SUITE')
 if (flag('module') === undefined && !existsSync(moduleSpec)) fail(`no ${moduleSpec}: run \`npm run build\` first`)
+if (!process.env.PIPEGRES_PG15_BIN) await setUp(['postgresql-15'], (line) => console.log(`postgres-suite: ${line}`)).all
 for (const tool of ['postgres', 'psql', 'createdb', 'dropdb']) {
   if (!existsSync(join(binDir, tool))) fail(`no ${tool} in ${binDir}: install PostgreSQL 15 with its client tools or set PIPEGRES_PG15_BIN`)
 }
@@ -73,32 +80,17 @@ try {
   for (const k of ['PGPASSWORD', 'PGDATABASE', 'PGSSLMODE', 'PGSERVICE', 'PGPASSFILE', 'PGOPTIONS', 'DATABASE_URL']) delete env[k]
   if (server.port !== 5432) console.log(`postgres-suite: port 5432 is taken; the tests that hard-code it will fail`)
   console.log(`postgres-suite: PostgreSQL ${server.versionString.replace(/^\D*/, '')} on port ${server.port}; running ${suite} on ${moduleSpec}`)
-  const output = await new Promise<string>((done, reject) => {
-    const child = spawn('bash', [suite, moduleSpec], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString()
-      process.stdout.write(chunk)
-    })
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM')
-      reject(new Error(`run-suite.sh did not finish within ${SUITE_TIMEOUT_MS / 60_000} minutes`))
-    }, SUITE_TIMEOUT_MS)
-    child.on('error', reject)
-    child.on('close', () => {
-      clearTimeout(timer)
-      done(out)
-    })
-  })
+  const output = await runSuite(suite, moduleSpec, env, SUITE_TIMEOUT_MS, root)
   const m = /postgres\.js suite: (\d+) of (\d+) tests pass/.exec(output)
   if (m === null) {
     console.error('postgres-suite: run-suite.sh printed no count')
+    console.log('summary: 0 passed, 1 failed, 0 skipped')
   } else {
     const passed = Number(m[1])
     const total = Number(m[2])
     console.log(`postgres-suite: ${passed} of ${total} tests pass (at least ${floor} needed)`)
-    console.log(`summary: ${passed} passed, ${total - passed} failed, 0 skipped`)
     code = passed >= floor ? 0 : 1
+    console.log(`summary: ${passed} passed, ${code === 0 ? 0 : total - passed} failed, ${code === 0 ? total - passed : 0} skipped`)
   }
 } catch (err) {
   console.error(`postgres-suite: ${(err as Error).message}`)
