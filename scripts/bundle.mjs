@@ -60,7 +60,8 @@ const result = await esbuild.build({
   sourcesContent: true,
   // Names kept, for readable stacks; white space and syntax minified: V8 must scan every byte of a
   // module when it compiles it, and that scan was most of the import time left.
-  minify: false,
+  minifyWhitespace: true,
+  minifySyntax: true,
   legalComments: 'none',
   logLevel: 'warning',
   metafile: true,

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events'
 import { Lane, safely } from './lane/lane.js'
 import { exposeInternals } from './lane/internals.js'
+import { laneStatements } from './queryable/query-requests.js'
 import { checkClientOptions, clientKeys, registerCustomType, type ClientOptions } from './queryable/client-options.js'
 import { resolveConfig } from './config/index.js'
 import type { ConnectionConfig } from './config/types.js'
@@ -8,7 +9,6 @@ import type { Request } from './connection/request.js'
 import { ArgumentError, ConnectionError, withCaller, type PgNotice } from './errors.js'
 import { Listeners, type Listener, type NotificationHandler } from './lane/notify.js'
 import type { Notification, TransactionStatus } from './protocol/backend.js'
-import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from './walsender/subscription.js'
 import { Coalescer, Queryable, type QueryDefaults } from './queryable/queryable.js'
 import { runTransaction, type Transaction, type TransactionOptions } from './queryable/transaction.js'
 import { startTransaction, type StartedTransaction, type StartTransactionOptions } from './queryable/started-transaction.js'
@@ -59,7 +59,9 @@ export class Client extends Queryable {
     this.#listeners = new Listeners((sql) => this.query(sql).then(() => undefined))
     this.#lane = new Lane({
       config: this.config,
-      defaults: this.#defaults,
+      catalog: this.#defaults.catalog,
+      view: this.#defaults.view,
+      statement: laneStatements(this.#defaults),
       backoff: { failures: 0, nextAttemptAt: 0 },
       reconnectMaxDelay: checked.reconnectMaxDelay,
       maxPending: checked.maxPending,
@@ -77,7 +79,7 @@ export class Client extends Queryable {
         close: (err) => this.#deliver('close', err),
       },
     })
-    exposeInternals(this, { emitter: this.#emitter, lanes: () => [this.#lane] })
+    exposeInternals(this, { kind: 'Client', config: this.config, catalog: this.#catalog, emitter: this.#emitter, lanes: () => [this.#lane] })
   }
 
   /** @internal */
@@ -187,18 +189,6 @@ export class Client extends Queryable {
   async notify(channel: string, payload?: string): Promise<void> {
     if (typeof channel !== 'string') throw new ArgumentError('notify() needs a channel name')
     await this.query('SELECT pg_notify($1, $2)', [channel, payload ?? null])
-  }
-
-  // --- replication (see subscription.ts) ----------------------------------------
-
-  /** A logical change stream (pgoutput) on a replication connection of its own, made from this client's settings. */
-  subscribe(options: SubscribeOptions): Subscription {
-    return subscribe(this.config, this.#catalog, options)
-  }
-
-  /** Raw WAL (physical) or a logical slot's plugin output, on a replication connection of its own. */
-  replicate(options: ReplicateOptions): WalStream {
-    return replicate(this.config, this.#catalog, options)
   }
 
   // --- shutdown ---------------------------------------------------------------

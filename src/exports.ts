@@ -1,7 +1,10 @@
-// The public API of pipegres, as every entry exports it: src/index.ts (Node,
-// Bun, Deno) and src/workerd.ts (Cloudflare Workers) differ only in the socket
-// transport they install. Nothing else is importable: package.json exports
-// only the entries, so everything under them is free to change.
+// The public API of pipegres, as both main entries export it: src/index.ts
+// (Node, Bun, Deno) and src/workerd.ts (Cloudflare Workers) differ only in the
+// socket transport they install. Nothing else is importable: package.json
+// exports only the entries, so everything under them is free to change.
+// Replication is pipegres/replication (replication-exports.ts): nothing here
+// may import src/walsender or src/replication, so that an application that
+// does not stream changes neither loads nor bundles them.
 
 export { Client, connect } from './client.js'
 export { Pool, createPool, ReservedClient } from './pool/pool.js'
@@ -18,7 +21,8 @@ export type { QueryRowMode } from './query/result.js'
 export type { ColumnValues, Columns, NullBitmaps } from './types/columns.js'
 export { plainRow, isLazyRow, type LazyRow } from './types/lazy-row.js'
 export { CopyInStream, CopyOutStream, type CopyResult } from './queryable/copy-streams.js'
-export { CopyRowError, type CopyFormat, type CopyRow } from './copy/format.js'
+export { CopyRowError, type CopyRow } from './copy/rows.js'
+export type { CopyFormat } from './copy/options.js'
 export { RowStream } from './query/stream.js'
 export { Cursor } from './query/cursor.js'
 export type { RawDestination } from './query/raw.js'
@@ -50,44 +54,11 @@ export {
 export { CodecError } from './types/codec.js'
 export { TransactionError, Transaction } from './queryable/transaction.js'
 export { StartedTransaction, type StartTransactionOptions, type TransactionState } from './queryable/started-transaction.js'
-export { Lsn } from './replication/lsn.js'
-export { ReplicationError, type ReplicationFailure } from './replication/errors.js'
-export { unchangedToast, type UnchangedToast } from './replication/messages.js'
-export type {
-  ChangeRow,
-  RelationColumn,
-  Relation,
-  WalMessageBase,
-  ChangeMessageBase,
-  BeginMessage,
-  CommitMessage,
-  OriginMessage,
-  RelationMessage,
-  TypeMessage,
-  InsertMessage,
-  UpdateMessage,
-  DeleteMessage,
-  TruncateMessage,
-  LogicalMessage,
-  StreamStartMessage,
-  StreamStopMessage,
-  StreamCommitMessage,
-  StreamAbortMessage,
-  BeginPrepareMessage,
-  PrepareMessage,
-  CommitPreparedMessage,
-  RollbackPreparedMessage,
-  ChangeMessage,
-} from './replication/messages.js'
-export type { SubscribeOptions, ReplicateOptions, Subscription, WalStream, WalMessage } from './walsender/subscription.js'
-export type { StreamOptions as ReplicationStreamOptions, StreamEvents as ReplicationStreamEvents } from './walsender/replication-stream.js'
-export { ReplicationStream } from './walsender/replication-stream.js'
-export { ReplicationConnection, connectReplication } from './walsender/replication-connection.js'
-export type { SystemIdentity, CreateSlotOptions, CreatedSlot, ReadSlot } from './walsender/replication-connection.js'
+export { Lsn } from './types/lsn.js'
 export type { TransactionOptions, TransactionRetry } from './queryable/transaction.js'
 export type { Queryable } from './queryable/queryable.js'
 export type { CopyFormatOptions } from './copy/options.js'
 export type { Listener, NotificationHandler } from './lane/notify.js'
-export type { QueryTrace, ConnectTrace, AcquireTrace, TracingOptions } from './queryable/tracing.js'
+export type { QueryTrace, ConnectTrace, AcquireTrace, TracingOptions } from './trace/tracing.js'
 export type { ClientErrorCode, PgErrorFields, PgNotice } from './errors.js'
 export { SqlState, type SqlStateCode } from './protocol/sql-state.js'

@@ -1,4 +1,5 @@
 import { Client } from '../../src/index.js'
+import { subscribe } from '../../src/replication.js'
 import { childMain } from '../lib/measure.js'
 import type { Task } from '../lib/protocol.js'
 import { measureReplication, REPL_PUBLICATION } from '../lib/replication.js'
@@ -11,7 +12,7 @@ await childMain(async (task: Task) => {
   try {
     return await measureReplication(task, async (w, start) => {
       const slot = `bench_pipegres_${process.pid}_${Math.random().toString(36).slice(2, 8)}`
-      const sub = client.subscribe({ slot, publications: [REPL_PUBLICATION], temporary: true, binary: task.variant === 'binary' })
+      const sub = subscribe(client, { slot, publications: [REPL_PUBLICATION], temporary: true, binary: task.variant === 'binary' })
       await sub.ready()
       void start()
       let left = task.size

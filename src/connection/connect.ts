@@ -1,7 +1,7 @@
 import type { ByteStream } from '../config/byte-stream.js'
 import type { ConnectionConfig, HostAddress, TargetSessionAttrs } from '../config/types.js'
 import { ConfigError, ConnectionError, PgError } from '../errors.js'
-import { SqlState } from '../protocol/sql-state.js'
+import { Codes } from '../protocol/sql-state-codes.js'
 import { Connection } from './connection.js'
 import type { ConnectionEvents } from './connection-events.js'
 import { openTransport } from './open.js'
@@ -125,7 +125,7 @@ const closedUnanswered = new WeakSet<Error>()
  */
 function isOldProtocolRejection(err: Error, where: string): boolean {
   if (err instanceof PgError) {
-    return (err.code === SqlState.FeatureNotSupported && /protocol/i.test(err.message)) || err.code === SqlState.ProtocolViolation || isPgpoolVersionRejection(err)
+    return (err.code === Codes.FeatureNotSupported && /protocol/i.test(err.message)) || err.code === Codes.ProtocolViolation || isPgpoolVersionRejection(err)
   }
   return closedUnanswered.has(err) && !closesAnyway.has(where)
 }
@@ -139,7 +139,7 @@ function isOldProtocolRejection(err: Error, where: string): boolean {
  * pgpool's own word, so 3.0 is asked for even over TLS.
  */
 function isPgpoolVersionRejection(err: PgError): boolean {
-  return err.code === SqlState.InternalError && /BackendKeyData|kind 'v'/.test(`${err.message} ${err.detail ?? ''}`)
+  return err.code === Codes.InternalError && /BackendKeyData|kind 'v'/.test(`${err.message} ${err.detail ?? ''}`)
 }
 
 /** libpq's fallbacks: prefer retries in plaintext after a TLS failure or a rejection over TLS; allow retries with TLS after a rejection. */

@@ -4,7 +4,7 @@ import { ConnectionError, ProtocolError, type PgErrorFields } from '../errors.js
 import { decodeErrorFields, decodeNotification, decodeParameterStatus, decodeReadyForQuery, type TransactionStatus } from '../protocol/backend.js'
 import { Framer, type MessageSink } from '../protocol/framer.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
-import { SqlState } from '../protocol/sql-state.js'
+import { Codes } from '../protocol/sql-state-codes.js'
 import { writeTerminate } from '../protocol/frontend.js'
 import { Writer } from '../protocol/writer.js'
 import type { InflightBound } from './inflight-bound.js'
@@ -399,7 +399,7 @@ export class Connection implements MessageSink, RequestContext {
     if (head === undefined) {
       throw new ProtocolError(`server sent an ErrorResponse while no query was waiting for a reply: ${fields.message}`)
     }
-    if (fields.code === SqlState.QueryCanceled && this.canceller?.isMisfire(head) === true) this.cancelMisfires++
+    if (fields.code === Codes.QueryCanceled && this.canceller?.isMisfire(head) === true) this.cancelMisfires++
     head.error(fields)
     this.events.queryError?.(fields.code)
   }

@@ -41,6 +41,7 @@ const enum Step {
 }
 
 export class CopyBothExchange implements Request {
+  readonly simpleProtocol = true
   private step = Step.Sent
   private ctx: RequestContext | null = null
   private failure: Error | null = null

@@ -1,7 +1,7 @@
-import { passwordFromPassfile } from '../config/pgpass.js'
 import { cloudflarePlatform } from './cloudflare-platform.js'
 import { onWorkerd } from './cloudflare-socket.js'
-import { openSocket, reachServer, wrapTls } from './node-socket.js'
+import { nodeTls, openSocket, reachServer } from './node-socket.js'
+import { describeHost } from './transport.js'
 import type { SocketPlatform } from './platform.js'
 
 // The platform of Node, Bun and Deno: sockets of node:net and node:tls, and the
@@ -13,9 +13,10 @@ import type { SocketPlatform } from './platform.js'
 export const nodePlatform: SocketPlatform = {
   name: 'Node.js',
   open: (config, h, attempt, register) => openSocket(config, h, attempt, register),
-  wrapTls,
+  wrapTls: async (config, stream, h, mode) => (await nodeTls(stream, describeHost(h))).wrapTls(config, stream, h, mode),
   reach: reachServer,
-  passwordFromPassfile: (path, host, port, database, user) => passwordFromPassfile(path, host, port, database, user),
+  // The file reader (and node:fs/promises) loads when a server first asks for a password that was not given.
+  passwordFromPassfile: async (path, host, port, database, user) => (await import('../config/pgpass.js')).passwordFromPassfile(path, host, port, database, user),
 }
 
 /** The platform for the runtime this runs on. */

@@ -39,6 +39,12 @@ export interface Request {
   /** True once the request was abandoned before being written (aborted): it is skipped, not written. */
   readonly dropped?: boolean
   /**
+   * True for a request that speaks only the simple protocol (a simple query,
+   * a replication command's COPY BOTH): the only kind a replication
+   * connection takes (lane/replication-guard.ts).
+   */
+  readonly simpleProtocol?: boolean
+  /**
    * Called after every chunk read from the socket while this request is at the
    * head of the queue: for a request that passes the server's bytes on and
    * gathers the messages of one chunk into one write.
@@ -51,6 +57,19 @@ export interface Request {
    * is in flight each read is copied first.
    */
   readonly keepsReads?: boolean
+  /**
+   * Set only while queries are traced: the trace waiting to learn which
+   * server the request went to and how many were ahead of it. The client that
+   * takes the request fills it in and clears it.
+   */
+  sentTrace?: SentTrace | null
+}
+
+/** What a query's trace learns when its request is handed to a connection (see Request.sentTrace). */
+export interface SentTrace {
+  serverAddress: string
+  serverPort: number
+  inflight: number
 }
 
 /** Whether reads must be copied while `req` is in flight: see Request.keepsReads; what chunkEnd passes on may be kept too. */

@@ -1,17 +1,8 @@
 import type { ConnectionConfig, AuthMethodName, HostAddress } from '../config/types.js'
 import { AuthError, ConnectionError, PgError, ProtocolError } from '../errors.js'
 import type { PgErrorFields } from '../errors.js'
-import {
-  chooseSaslMechanism,
-  describeOAuthServerError,
-  md5PasswordMessage,
-  OAUTH_ERROR_ACK,
-  OAUTHBEARER,
-  oauthBearerClientFirst,
-  parseOAuthServerError,
-  ScramClient,
-  tlsServerEndPointHash,
-} from '../auth/index.js'
+import type { ScramClient } from '../auth/scram.js'
+import { describeOAuthServerError, OAUTH_ERROR_ACK, OAUTHBEARER, oauthBearerClientFirst, parseOAuthServerError } from '../auth/oauth-bearer.js'
 import {
   decodeAuthentication,
   decodeBackendKeyData,
@@ -28,6 +19,17 @@ import { isUnixHost, type Transport } from './transport.js'
 // authentication exchange the server asks for, then BackendKeyData and
 // ParameterStatus until the first ReadyForQuery. It only ever accepts the
 // messages the protocol allows at each step.
+
+/**
+ * The password handshakes (MD5, SCRAM with SASLprep's tables, channel
+ * binding) and node:crypto under them, loaded when a server first asks for a
+ * password: a connection that trusts, uses peer or certificate authentication,
+ * or OAuth, never loads them, and a program pays for them at its first
+ * connection rather than at import. The answer is computed in async() anyway.
+ */
+function passwordAuth(): Promise<typeof import('../auth/index.js')> {
+  return import('../auth/index.js')
+}
 
 export interface StartupHost {
   writeNow(fn: (w: Writer) => void): void
@@ -240,7 +242,7 @@ export class Startup {
         this.phase = 'busy'
         const salt = req.data
         this.async(async () => {
-          const password = await this.password('md5')
+          const [password, { md5PasswordMessage }] = await Promise.all([this.password('md5'), passwordAuth()])
           const hashed = md5PasswordMessage(this.config.user, password, salt)
           this.host.writeNow((w) => writePassword(w, hashed))
           this.phase = 'password-sent'
@@ -253,21 +255,22 @@ export class Startup {
         if (this.choosesOAuth(offered)) return this.oauth()
         this.allow('scram-sha-256', 'SASL authentication')
         this.authMethod = 'scram-sha-256'
-        let bindingData: Uint8Array | undefined
-        if (this.transport.tls && this.transport.peerCertificate && this.config.channelBinding !== 'disable') {
-          try {
-            bindingData = tlsServerEndPointHash(this.transport.peerCertificate)
-          } catch (err) {
-            if (this.config.channelBinding === 'require') throw err
-          }
-        }
-        const choice = chooseSaslMechanism(offered, {
-          channelBinding: this.config.channelBinding,
-          tls: this.transport.tls,
-          bindingDataAvailable: bindingData !== undefined,
-        })
         this.phase = 'busy'
         this.async(async () => {
+          const { chooseSaslMechanism, ScramClient, tlsServerEndPointHash } = await passwordAuth()
+          let bindingData: Uint8Array | undefined
+          if (this.transport.tls && this.transport.peerCertificate && this.config.channelBinding !== 'disable') {
+            try {
+              bindingData = tlsServerEndPointHash(this.transport.peerCertificate)
+            } catch (err) {
+              if (this.config.channelBinding === 'require') throw err
+            }
+          }
+          const choice = chooseSaslMechanism(offered, {
+            channelBinding: this.config.channelBinding,
+            tls: this.transport.tls,
+            bindingDataAvailable: bindingData !== undefined,
+          })
           const password = await this.password(choice.mechanism)
           const scram = new ScramClient({
             password,

@@ -8,12 +8,12 @@ import type { Listeners } from './notify.js'
 import type { Notification, TransactionStatus } from '../protocol/backend.js'
 import { Session } from '../query/session.js'
 import { lookupTypeInfos } from '../query/type-lookup.js'
-import { makeQuery, type QueryDefaults } from '../queryable/queryable.js'
-import { LaneQueryable } from './lane-queryable.js'
-import { probePooling, settlePooling } from './probe.js'
+import type { TypeCatalog } from '../types/catalog.js'
+import type { TypeView } from '../types/view.js'
+import { probePooling, settlePooling, type LaneStatement } from './probe.js'
 import { replicationRefusal } from './replication-guard.js'
 import { backOff, settleLostConnection, type Backoff } from './backoff.js'
-import { active, connectChannel, noteSent, sending, traceConnect } from '../queryable/tracing.js'
+import { active, connectChannel, traceConnect } from '../trace/tracing.js'
 
 // One connection's whole life: opening it (again, with backoff, after a loss),
 // the requests waiting for it, who holds it exclusively, re-LISTEN on a new
@@ -47,8 +47,11 @@ export interface LaneEvents {
 
 export interface LaneSettings {
   readonly config: ConnectionConfig
-  /** Defaults of the lane's own queries (re-LISTEN, the pooling probe); its catalog and view decode for the session. */
-  readonly defaults: QueryDefaults
+  /** The catalog and view the lane's sessions decode with. */
+  readonly catalog: TypeCatalog
+  readonly view: TypeView
+  /** Makes the lane's own statements (re-LISTEN, the pooling probe), as its owner makes its queries. */
+  readonly statement: LaneStatement
   readonly backoff: Backoff
   readonly reconnectMaxDelay: number
   /** Most requests from nobody's holder accepted at once (Infinity: no limit). */
@@ -67,7 +70,7 @@ export interface LaneSettings {
    * anything else is sent on it. It rejects with the error the requests
    * waiting for the connection fail with, and the connection is closed.
    */
-  readonly onConnect?: (queries: LaneQueryable) => Promise<void>
+  readonly onConnect?: (holder: object) => Promise<void>
 }
 
 /** Calls a user callback so that a throwing one cannot break the connection's reading loop. */
@@ -172,10 +175,9 @@ export class Lane {
     }
     this.connectedAt = performance.now()
     this.closeError = null
-    const d = this.settings.defaults
     const session = new Session(
-      d.catalog,
-      d.view,
+      this.settings.catalog,
+      this.settings.view,
       this.config.prepare !== false,
       this.config.statementCacheSize,
       (req) => this.sendInternal(req),
@@ -192,7 +194,7 @@ export class Lane {
     const relisten = this.settings.listeners?.relistenStatements() ?? []
     this.ownRequests = relisten.length
     for (const sql of relisten) {
-      const req = makeQuery(d, sql, undefined, undefined)
+      const req = this.settings.statement(sql)
       req.promise.catch(() => {
         // A failed re-LISTEN shows as missing notifications; nothing waits on it.
       })
@@ -217,7 +219,7 @@ export class Lane {
 
   private async runOnConnect(onConnect: NonNullable<LaneSettings['onConnect']>, token: object, conn: Connection, prior: object | null): Promise<void> {
     try {
-      await onConnect(new LaneQueryable(this, this.settings.defaults, token))
+      await onConnect(token)
     } catch (err) {
       const failure = err as Error
       // What waited for this connection fails with it: another connection would run the same hook.
@@ -318,7 +320,16 @@ export class Lane {
       }
     }
     if (owner !== null) this.owners.set(req, owner)
-    if (sending !== null) noteSent(this.conn?.host, this.pendingQueries)
+    const trace = req.sentTrace
+    if (trace != null) {
+      req.sentTrace = null
+      const host = this.conn?.host
+      if (host !== undefined) {
+        trace.serverAddress = host.host
+        trace.serverPort = host.port
+      }
+      trace.inflight = this.pendingQueries
+    }
     this.route(req)
   }
 
@@ -380,7 +391,7 @@ export class Lane {
     if (this.state === State.Closed) throw this.closedError()
     this.holder = holder
     this.holderConn = null
-    if (this.conn !== null) probePooling(this.conn, this.settings.defaults)
+    if (this.conn !== null) probePooling(this.conn, this.settings.statement)
   }
 
   release(holder: object): void {

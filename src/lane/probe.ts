@@ -2,7 +2,11 @@ import type { ConnectionConfig } from '../config/types.js'
 import type { Connection } from '../connection/connection.js'
 import { InflightBound } from '../connection/inflight-bound.js'
 import type { Session } from '../query/session.js'
-import { makeQuery, type QueryDefaults } from '../queryable/queryable.js'
+import type { Request } from '../connection/request.js'
+import type { Result } from '../query/result.js'
+
+/** Makes one of a lane's own statements (re-LISTEN, this probe): see LaneSettings.statement. */
+export type LaneStatement = (sql: string, options?: { readonly prepare?: boolean; readonly rowMode?: 'array' }) => Request & { readonly promise: Promise<Result<unknown>> }
 
 /**
  * Learns whether the connection reaches the server itself or a pooler: the
@@ -11,11 +15,11 @@ import { makeQuery, type QueryDefaults } from '../queryable/queryable.js'
  * time the connection is held for a transaction or reservation, where it
  * matters (see ExtendedRequest.encode).
  */
-export function probePooling(conn: Connection, defaults: QueryDefaults): void {
+export function probePooling(conn: Connection, statement: LaneStatement): void {
   const session = conn.attachment as Session | undefined
   if (conn.closed || session === undefined || session === null || session.pooling !== 'unknown' || session.probing) return
   session.probing = true
-  const req = makeQuery(defaults, 'SELECT pg_backend_pid() AS pid', undefined, { prepare: false, rowMode: 'array' })
+  const req = statement('SELECT pg_backend_pid() AS pid', { prepare: false, rowMode: 'array' })
   req.promise.then(
     (r) => {
       if (session.pooling === 'unknown') session.pooling = Number((r.rows[0] as unknown[] | undefined)?.[0]) === conn.processId ? 'direct' : 'pooled'

@@ -1,6 +1,6 @@
 import type { ConnectionConfig } from '../config/types.js'
 import { ConnectionError } from '../errors.js'
-import { Lsn } from '../replication/lsn.js'
+import { Lsn } from '../types/lsn.js'
 import { checkLagLimit, HostState, hostInfo, roleOf, type HostCheck, type HostInfo, type HostRole, type LagLimit, type ReplicationLag } from './hosts.js'
 import { nonNegative } from '../queryable/client-options.js'
 import { checkRoute, type RouteOptions } from '../queryable/query-options.js'

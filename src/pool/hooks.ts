@@ -1,5 +1,5 @@
 import { ArgumentError, ConnectionError } from '../errors.js'
-import type { LaneQueryable } from '../lane/lane-queryable.js'
+import type { LaneQueryable } from '../queryable/lane-queryable.js'
 import type { Queryable } from '../queryable/queryable.js'
 import type { ReservedClient } from './reserved-client.js'
 

@@ -1,7 +1,7 @@
 import type { ConnectionConfig, HostAddress } from '../config/types.js'
 import { describeHost } from '../connection/transport.js'
 import { ArgumentError } from '../errors.js'
-import { Lsn } from '../replication/lsn.js'
+import { Lsn } from '../types/lsn.js'
 import type { Lane } from '../lane/lane.js'
 import { makeQuery, type QueryDefaults } from '../queryable/queryable.js'
 

@@ -40,7 +40,9 @@ export interface PoolOptions extends ClientOptions, PoolHooks {
   failoverTimeout?: number
 }
 
-export const poolKeys = [...clientKeys, ...hookKeys, 'max', 'min', 'idleTimeout', 'maxLifetime', 'readOnly', 'maxReplicationLag', 'hostCheckInterval', 'failoverTimeout'] as const
+// Pure (the annotation tells bundlers so): a spread at the top of a module would otherwise keep this
+// module's statement in every bundle that imports pipegres, createPool or not.
+export const poolKeys = /* @__PURE__ */ (() => [...clientKeys, ...hookKeys, 'max', 'min', 'idleTimeout', 'maxLifetime', 'readOnly', 'maxReplicationLag', 'hostCheckInterval', 'failoverTimeout'] as const)()
 
 /** A pool's own settings, resolved (pool.options). */
 export interface PoolSettings {

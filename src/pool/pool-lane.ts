@@ -3,7 +3,8 @@ import type { Request } from '../connection/request.js'
 import type { PgNotice } from '../errors.js'
 import { Lane, safely } from '../lane/lane.js'
 import type { Backoff } from '../lane/backoff.js'
-import type { LaneQueryable } from '../lane/lane-queryable.js'
+import { LaneQueryable } from '../queryable/lane-queryable.js'
+import { laneStatements } from '../queryable/query-requests.js'
 import type { Listeners } from '../lane/notify.js'
 import type { QueryDefaults } from '../queryable/queryable.js'
 import type { Cluster } from './cluster.js'
@@ -39,10 +40,14 @@ const none = (): void => {}
 export function makePoolLane(s: PoolLaneSettings, listeners: Listeners | null, own?: { host: HostState | null; entry: () => PoolLane }): Lane {
   const cluster = own?.host == null ? null : s.cluster
   const entry = own?.entry
-  return new Lane({
+  // A session of its own per connection, as a Client has.
+  const defaults = { ...s.defaults, view: s.defaults.catalog.view() }
+  const onConnect = s.onConnect
+  const lane: Lane = new Lane({
     config: own?.host?.config ?? s.config,
-    // A session of its own per connection, as a Client has.
-    defaults: { ...s.defaults, view: s.defaults.catalog.view() },
+    catalog: defaults.catalog,
+    view: defaults.view,
+    statement: laneStatements(defaults),
     backoff: s.backoff,
     reconnectMaxDelay: s.reconnectMaxDelay,
     maxPending: s.maxPending,
@@ -57,6 +62,7 @@ export function makePoolLane(s: PoolLaneSettings, listeners: Listeners | null, o
       ...(entry !== undefined ? { idle: () => s.idle(entry()) } : {}),
     },
     ...(entry !== undefined ? { orphans: (reqs: Request[], err: Error, afterLoss: boolean) => s.orphaned(entry(), reqs, err, afterLoss) } : {}),
-    ...(entry !== undefined && s.onConnect !== undefined ? { onConnect: s.onConnect } : {}),
+    ...(entry !== undefined && onConnect !== undefined ? { onConnect: (holder: object) => onConnect(new LaneQueryable(lane, defaults, holder)) } : {}),
   })
+  return lane
 }

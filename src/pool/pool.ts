@@ -7,11 +7,11 @@ import { resolveConfig } from '../config/index.js'
 import type { ConnectionConfig } from '../config/types.js'
 import type { Request } from '../connection/request.js'
 import { ArgumentError, ConnectionError, withCaller, type PgNotice } from '../errors.js'
-import { LaneQueryable } from '../lane/lane-queryable.js'
+import { LaneQueryable } from '../queryable/lane-queryable.js'
 import { Listeners, type Listener, type NotificationHandler } from '../lane/notify.js'
 import { clusterOf, type Cluster } from './cluster.js'
 import { hookSteps, type HookSteps } from './hooks.js'
-import { Lsn } from '../replication/lsn.js'
+import { Lsn } from '../types/lsn.js'
 import { checkHost, singleHost, type HostInfo, type HostState } from './hosts.js'
 import { checkMin, PoolQueue, poolKeys, spareLane, type PoolEvents, type PoolOptions, type PoolSettings } from './options.js'
 import { Upkeep } from './upkeep.js'
@@ -19,10 +19,9 @@ import { makePoolLane, type PoolLaneSettings } from './pool-lane.js'
 import { exclusive, leastOutstanding, plain, type PoolLane, type PoolRouting, type RouteNeed } from './routing.js'
 import { checkOptionKeys, checkRoute, Coalescer, Queryable, reserveOptionKeys, type QueryDefaults, type RouteOptions } from '../queryable/queryable.js'
 import { beginReserved, ReservedClient, startReserved, type Reservation } from './reserved-client.js'
-import { replicate, subscribe, type ReplicateOptions, type SubscribeOptions, type Subscription, type WalStream } from '../walsender/subscription.js'
 import type { Transaction, TransactionOptions } from '../queryable/transaction.js'
 import type { StartedTransaction, StartTransactionOptions } from '../queryable/started-transaction.js'
-import { acquireChannel, active, traceAcquire } from '../queryable/tracing.js'
+import { acquireChannel, active, traceAcquire } from '../trace/tracing.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import type { CustomType } from '../types/custom.js'
 
@@ -108,7 +107,7 @@ export class Pool extends Queryable {
         if (this.#emitter.listenerCount('lost') > 0) this.#emitter.emit('lost', err, processId, entry.reserved !== null)
       },
     }
-    exposeInternals(this, { emitter: this.#emitter, lanes: () => [...this.#lanes.map((l) => l.lane), ...(this.#notifier === null ? [] : [this.#notifier.lane])] })
+    exposeInternals(this, { kind: 'Pool', config: this.config, catalog: this.#catalog, emitter: this.#emitter, lanes: () => [...this.#lanes.map((l) => l.lane), ...(this.#notifier === null ? [] : [this.#notifier.lane])] })
   }
 
   /** @internal */
@@ -352,17 +351,7 @@ export class Pool extends Queryable {
     return startReserved((o) => this.reserve(o), options)
   }
 
-  // --- replication, LISTEN / NOTIFY ---------------------------------------------
-
-  /** A logical change stream (pgoutput) on a replication connection of its own, outside the pool's connections. */
-  subscribe(options: SubscribeOptions): Subscription {
-    return subscribe(this.config, this.#catalog, options)
-  }
-
-  /** Raw WAL (physical) or a logical slot's plugin output, on a replication connection of its own. */
-  replicate(options: ReplicateOptions): WalStream {
-    return replicate(this.config, this.#catalog, options)
-  }
+  // --- LISTEN / NOTIFY ---------------------------------------------------------
 
   /** Listens on a dedicated connection of the pool's (see Client.listen). */
   listen(channel: string, handler: NotificationHandler): Promise<Listener> {

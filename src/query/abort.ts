@@ -8,19 +8,31 @@ export interface Abortable {
 
 // One 'abort' listener per signal, however many queries share it: a signal
 // passed to thousands of queries must not trip EventTarget's leak warning, and
-// a settled query must not keep its listener (or itself) alive.
+// a settled query must not keep its listener (or itself) alive. The queries
+// sharing a signal form a list through their watches (no set to grow and
+// rehash: a signal shared by every query of a pipelined burst is common, and
+// joining or leaving the list allocates nothing).
 // The listener is a closure over its signal rather than reading `this`:
 // Cloudflare Workers before compatibility date 2025-08-01 call EventTarget
 // listeners with another `this`.
-const watched = new WeakMap<AbortSignal, { requests: Set<Abortable>; listener: () => void }>()
+interface SignalEntry {
+  head: AbortWatch | null
+  readonly listener: () => void
+}
+const watched = new WeakMap<AbortSignal, SignalEntry>()
 
 function onAbort(signal: AbortSignal): void {
   const entry = watched.get(signal)
   if (entry === undefined) return
   watched.delete(signal)
+  // Unlinked first: aborting a request settles it, which would unlink its watch mid-walk.
+  const watches: AbortWatch[] = []
+  for (let w = entry.head; w !== null; w = w.signalNext) watches.push(w)
+  entry.head = null
+  for (const w of watches) w.signalPrev = w.signalNext = null
   // An error per query: each gets its own cause (the server's query_canceled
   // for one that was running, none for one dropped before it was sent).
-  for (const req of entry.requests) req.abort(abortErrorOf(signal))
+  for (const w of watches) w.abortBySignal(abortErrorOf(signal))
 }
 
 export function abortErrorOf(signal: AbortSignal): Error {
@@ -29,21 +41,29 @@ export function abortErrorOf(signal: AbortSignal): Error {
   return new AbortError('the query was aborted', reason)
 }
 
-export function watchSignal(signal: AbortSignal, req: Abortable): void {
+function watchSignal(signal: AbortSignal, w: AbortWatch): void {
   let entry = watched.get(signal)
   if (entry === undefined) {
-    entry = { requests: new Set(), listener: () => onAbort(signal) }
-    watched.set(signal, entry)
-    signal.addEventListener('abort', entry.listener, { once: true })
+    const created: SignalEntry = { head: null, listener: () => onAbort(signal) }
+    watched.set(signal, (entry = created))
+    signal.addEventListener('abort', created.listener, { once: true })
   }
-  entry.requests.add(req)
+  w.signalNext = entry.head
+  if (entry.head !== null) entry.head.signalPrev = w
+  entry.head = w
 }
 
-export function unwatchSignal(signal: AbortSignal, req: Abortable): void {
+function unwatchSignal(signal: AbortSignal, w: AbortWatch): void {
   const entry = watched.get(signal)
   if (entry === undefined) return
-  entry.requests.delete(req)
-  if (entry.requests.size === 0) {
+  const { signalPrev: prev, signalNext: next } = w
+  // Not in the list (its signal fired, which unlinked every watch): nothing to do.
+  if (prev === null && entry.head !== w) return
+  if (prev === null) entry.head = next
+  else prev.signalNext = next
+  if (next !== null) next.signalPrev = prev
+  w.signalPrev = w.signalNext = null
+  if (entry.head === null) {
     watched.delete(signal)
     signal.removeEventListener('abort', entry.listener)
   }
@@ -79,14 +99,21 @@ export class AbortWatch implements Expiring {
   prev: Expiring | null = null
   next: Expiring | null = null
   list: DeadlineList | null = null
+  /** The other watches of queries sharing its signal (see watchSignal). */
+  signalPrev: AbortWatch | null = null
+  signalNext: AbortWatch | null = null
 
   constructor(
     private readonly req: Abortable,
     private readonly signal: AbortSignal | undefined,
     private readonly timeout: number | undefined,
   ) {
-    if (signal !== undefined) watchSignal(signal, req)
+    if (signal !== undefined) watchSignal(signal, this)
     if (timeout !== undefined && timeout > 0) addDeadline(this, timeout)
+  }
+
+  abortBySignal(err: Error): void {
+    this.req.abort(err)
   }
 
   expire(): void {
@@ -94,7 +121,7 @@ export class AbortWatch implements Expiring {
   }
 
   done(): void {
-    if (this.signal !== undefined) unwatchSignal(this.signal, this.req)
+    if (this.signal !== undefined) unwatchSignal(this.signal, this)
     if (this.list !== null) removeDeadline(this)
   }
 }

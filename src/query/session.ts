@@ -1,6 +1,6 @@
 import type { Request, RequestContext } from '../connection/request.js'
 import { PgError } from '../errors.js'
-import { SqlState } from '../protocol/sql-state.js'
+import { Codes } from '../protocol/sql-state-codes.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import type { TypeInfo } from '../types/type-info.js'
 import type { TypeView } from '../types/view.js'
@@ -122,7 +122,7 @@ export class Session {
       (err: unknown) => {
         // In a failed transaction the lookup cannot run; it is tried again the
         // next time the type is met. Any other failure is final for this session.
-        if (!(err instanceof PgError && err.code === SqlState.InFailedSqlTransaction)) this.catalog.giveUp(oids)
+        if (!(err instanceof PgError && err.code === Codes.InFailedSqlTransaction)) this.catalog.giveUp(oids)
       },
     )
   }

@@ -31,6 +31,7 @@ const enum Step {
  * with the first error (the server runs nothing after it).
  */
 export class SimpleQuery extends SettlingRequest<Result<unknown>[], RequestContext> implements Request {
+  readonly simpleProtocol = true
   /** See Request.keepsReads: lazy rows keep views of the reads they came in. */
   readonly keepsReads: boolean
   private session!: Session

@@ -1,7 +1,7 @@
 import type { PgError } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import { writeClose, writeSync } from '../protocol/frontend.js'
-import { SqlState } from '../protocol/sql-state.js'
+import { Codes } from '../protocol/sql-state-codes.js'
 import type { Writer } from '../protocol/writer.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import type { RowPlan } from '../types/row-plan.js'
@@ -252,7 +252,7 @@ export const enum StatementFault {
  */
 export function statementFailed(cache: StatementCache | null, stmt: Statement, err: PgError, parsing: boolean, step: Step): StatementFault {
   const code = err.code
-  if (parsing && step === Step.Parse && code === SqlState.DuplicatePreparedStatement) {
+  if (parsing && step === Step.Parse && code === Codes.DuplicatePreparedStatement) {
     // Our Parse met a statement of the same name on the server: not ours,
     // since names are unique to this process. The server skips to the Sync,
     // so nothing ran.
@@ -266,15 +266,15 @@ export function statementFailed(cache: StatementCache | null, stmt: Statement, e
     cache?.delete(stmt)
     return StatementFault.None
   }
-  if (code === SqlState.InvalidSqlStatementName && stmt.parseError !== null) return StatementFault.ParseFailed
-  if (code === SqlState.InvalidSqlStatementName && (step === Step.Bind || step === Step.ParamDesc)) {
+  if (code === Codes.InvalidSqlStatementName && stmt.parseError !== null) return StatementFault.ParseFailed
+  if (code === Codes.InvalidSqlStatementName && (step === Step.Bind || step === Step.ParamDesc)) {
     // Prepared by an earlier Sync, gone now: DEALLOCATE, or a pooler that gave
     // this Sync another server connection. Bind (or Describe) failed, so the
     // query never ran and can be sent again.
     cache?.delete(stmt)
     return StatementFault.Lost
   }
-  if (code === SqlState.InvalidSqlStatementName || (code === SqlState.FeatureNotSupported && /cached plan/.test(err.message))) {
+  if (code === Codes.InvalidSqlStatementName || (code === Codes.FeatureNotSupported && /cached plan/.test(err.message))) {
     // The server lost the statement (DEALLOCATE) or its result type changed
     // under it: prepare it afresh next time.
     cache?.delete(stmt)

@@ -5,7 +5,7 @@ import type { QueryRowMode } from '../query/result.js'
 import { buildQuery } from '../query/sql-template.js'
 import { batchOptionKeys, batchQueryOptionKeys, checkOptionKeys, checkRoute, checkSignal, checkTimeout, settingsOf, type QueryDefaults, type RouteOptions } from './query-options.js'
 import { arm, checkQuery, declaredOf } from './query-requests.js'
-import { operationOf } from './tracing.js'
+import { operationOf } from '../trace/tracing.js'
 import type { TypeOptions } from '../types/codec.js'
 
 /** Options of batch(), for the batch as a whole. */

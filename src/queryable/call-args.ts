@@ -1,4 +1,5 @@
-import { CopyRowError, quoteIdentifier, type CopyRow } from '../copy/format.js'
+import { CopyRowError, type CopyRow } from '../copy/rows.js'
+import { quoteIdentifier } from '../copy/statement.js'
 import { ArgumentError } from '../errors.js'
 import { checkOptionKeys, checkSignal, checkTimeout, copyOptionKeys, type CopyOptions } from './query-options.js'
 

@@ -6,7 +6,7 @@ import { SharedRead, type SharedOutcome } from '../query/shared-read.js'
 import { TypedValue } from '../query/typed.js'
 import type { TypeView } from '../types/view.js'
 import type { QueryDefaults, QueryOptions } from './query-options.js'
-import { active, queryChannel, traceQuery } from './tracing.js'
+import { active, queryChannel, traceQuery } from '../trace/tracing.js'
 import { isPlainRead } from './read-statement.js'
 
 // The coalesce option: a read identical to one still in flight on the same
@@ -219,6 +219,8 @@ export interface CoalescedCall {
   readonly promise: Promise<Result<unknown>>
   readonly mark: CoalesceMark
   readonly start: () => void
+  /** The request start() sends, whose trace learns where it went; null for a caller that joined one in flight. */
+  readonly req: SharedRead | null
 }
 
 const noop = (): void => {}
@@ -280,7 +282,7 @@ export class Coalescer {
     }
     const caller = execution.join()
     caller.arm(options?.signal, timeout)
-    return { promise: caller.promise, mark: { coalesced: start === noop, executionId: execution.id }, start }
+    return { promise: caller.promise, mark: { coalesced: start === noop, executionId: execution.id }, start, req: start === noop ? null : execution.req }
   }
 
   /**
@@ -299,7 +301,7 @@ export class Coalescer {
   ): Promise<Result<unknown>> | null {
     const call = this.call(text, values, settings, declared, options, options?.timeout ?? d.queryTimeout, send)
     if (call === null) return null
-    if (d.trace !== undefined && active(queryChannel)) return traceQuery(d.trace, 'query', text, given, call.promise, call.start, call.mark)
+    if (d.trace !== undefined && active(queryChannel)) return traceQuery(d.trace, 'query', text, given, call.promise, call.start, call.req, call.mark)
     call.start()
     return call.promise
   }

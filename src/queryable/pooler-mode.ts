@@ -1,5 +1,5 @@
 import { ArgumentError } from '../errors.js'
-import { quoteEnd } from './read-statement.js'
+import { SqlLexer } from '../sql/lexer.js'
 
 // A transaction-mode pooler (PgBouncer's pool_mode=transaction) hands each
 // transaction to whichever server connection is free. What a statement leaves
@@ -34,105 +34,50 @@ export function refuseSessionState(text: string): void {
 /**
  * The first statement of `text` (one statement, or several separated by
  * semicolons) that would leave state on the server session, by its name in
- * WHY; null when there is none. Reads only leading keywords, skipping
- * comments, and finds statement ends outside quotes, quoted identifiers,
- * dollar quotes and comments.
+ * WHY; null when there is none. Reads the words of each statement outside
+ * quotes, quoted identifiers, dollar quotes and comments.
  */
 export function sessionStatement(text: string): string | null {
-  let pos = 0
-  while (pos < text.length) {
-    pos = skipSpace(text, pos)
-    const end = statementEnd(text, pos)
-    const found = judge(text.slice(pos, end))
-    if (found !== null) return found
-    pos = end + 1
+  const lexer = new SqlLexer(text)
+  // The statement's significant tokens: words in lower case, anything else as null.
+  let tokens: Array<string | null> = []
+  for (let kind = lexer.nextSignificant(); ; kind = lexer.nextSignificant()) {
+    if (kind === 'semicolon' || kind === 'end') {
+      const found = tokens.length > 0 ? judge(tokens) : null
+      if (found !== null || kind === 'end') return found
+      tokens = []
+    } else tokens.push(kind === 'word' ? lexer.lower() : null)
   }
-  return null
 }
 
-function judge(stmt: string): string | null {
-  const words = leadingWords(stmt, 4)
-  switch (words[0]) {
+function judge(tokens: ReadonlyArray<string | null>): string | null {
+  const [first, second, third] = tokens
+  switch (first) {
     case 'listen':
       return 'LISTEN'
     case 'set':
       // SET LOCAL, SET TRANSACTION and SET CONSTRAINTS end with the transaction; SET SESSION ... does not.
-      return words[1] === 'local' || words[1] === 'transaction' || words[1] === 'constraints' ? null : 'SET'
+      return second === 'local' || second === 'transaction' || second === 'constraints' ? null : 'SET'
     case 'reset':
       return 'RESET'
     case 'prepare':
-      return words[1] === 'transaction' ? null : 'PREPARE'
+      return second === 'transaction' ? null : 'PREPARE'
     case 'declare':
-      return /\bwith\s+hold\b/i.test(stmt) ? 'DECLARE ... WITH HOLD' : null
+      return hasPhrase(tokens, 'with', 'hold') ? 'DECLARE ... WITH HOLD' : null
     case 'create': {
-      const i = words[1] === 'local' || words[1] === 'global' ? 2 : 1
-      const temp = words[i] === 'temp' || words[i] === 'temporary'
-      return temp && !/\bon\s+commit\s+drop\b/i.test(stmt) ? 'CREATE TEMP TABLE' : null
+      const kind = second === 'local' || second === 'global' ? third : second
+      const temp = kind === 'temp' || kind === 'temporary'
+      return temp && !hasPhrase(tokens, 'on', 'commit', 'drop') ? 'CREATE TEMP TABLE' : null
     }
   }
   return null
 }
 
-/** Up to `n` leading words of a statement, lower-cased, skipping comments between them. */
-function leadingWords(stmt: string, n: number): string[] {
-  const words: string[] = []
-  let pos = 0
-  while (words.length < n) {
-    pos = skipSpace(stmt, pos)
-    const start = pos
-    while (pos < stmt.length && /[A-Za-z_]/.test(stmt[pos]!)) pos++
-    if (pos === start) break
-    words.push(stmt.slice(start, pos).toLowerCase())
+/** Whether `words` follow one another among the statement's tokens. */
+function hasPhrase(tokens: ReadonlyArray<string | null>, ...words: string[]): boolean {
+  outer: for (let i = 0; i + words.length <= tokens.length; i++) {
+    for (let j = 0; j < words.length; j++) if (tokens[i + j] !== words[j]) continue outer
+    return true
   }
-  return words
-}
-
-/** Past whitespace and comments (line comments, and block comments, which nest). */
-function skipSpace(s: string, pos: number): number {
-  for (;;) {
-    while (pos < s.length && /\s/.test(s[pos]!)) pos++
-    if (s.startsWith('--', pos)) {
-      const nl = s.indexOf('\n', pos)
-      pos = nl < 0 ? s.length : nl + 1
-    } else if (s.startsWith('/*', pos)) pos = commentEnd(s, pos)
-    else return pos
-  }
-}
-
-function commentEnd(s: string, pos: number): number {
-  let depth = 0
-  while (pos < s.length) {
-    if (s.startsWith('/*', pos)) {
-      depth++
-      pos += 2
-    } else if (s.startsWith('*/', pos)) {
-      pos += 2
-      if (--depth === 0) return pos
-    } else pos++
-  }
-  return pos
-}
-
-/** The index of the semicolon ending the statement that starts at `pos` (or the text's length). */
-function statementEnd(s: string, pos: number): number {
-  while (pos < s.length) {
-    const c = s[pos]!
-    if (c === ';') return pos
-    if (c === "'") pos = quoteEnd(s, pos, "'", /[eE]/.test(s[pos - 1] ?? '') && !/[A-Za-z0-9_]/.test(s[pos - 2] ?? ''))
-    else if (c === '"') pos = quoteEnd(s, pos, '"', false)
-    else if (c === '$') pos = dollarEnd(s, pos)
-    else if (s.startsWith('--', pos) || s.startsWith('/*', pos)) pos = skipSpace(s, pos)
-    else pos++
-  }
-  return s.length
-}
-
-/** Past a dollar-quoted string ($$...$$, $tag$...$tag$), or past a lone $ (a parameter such as $1). */
-function dollarEnd(s: string, pos: number): number {
-  // Inside an identifier (a$b) a dollar sign quotes nothing.
-  if (/[A-Za-z0-9_]/.test(s[pos - 1] ?? '')) return pos + 1
-  const m = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(s.slice(pos, pos + 64))
-  if (m === null) return pos + 1
-  const close = s.indexOf(m[0], pos + m[0].length)
-  return close < 0 ? s.length : close + m[0].length
+  return false
 }

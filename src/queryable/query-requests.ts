@@ -51,3 +51,13 @@ export function makeSimpleQuery(d: QueryDefaults, text: unknown, options: Simple
   else req.watch(signal, timeout)
   return req
 }
+
+/**
+ * The statements a lane makes for itself (re-LISTEN on a new connection, the
+ * pooling probe), made as its owner's queries are made, with its defaults: a
+ * lane knows requests, not the options and checks of the query methods.
+ */
+export function laneStatements(defaults: QueryDefaults): (sql: string, options?: { readonly prepare?: boolean; readonly rowMode?: 'array' }) => ExtendedQuery {
+  return (sql, options) => makeQuery(defaults, sql, undefined, options)
+}
+

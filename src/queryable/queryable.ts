@@ -3,7 +3,10 @@ import { makeBatch, type BatchBuilder, type BatchOptions } from './batch.js'
 import type { Batch } from '../query/batch.js'
 import { CopyInStream, CopyOutStream, type CopyResult } from './copy-streams.js'
 import { checkColumns, checkKeys, checkText, copyOptions, MESSAGE_BYTES, positiveInt, rowSource } from './call-args.js'
-import { checkTableName, copyFromStatement, copyQueryBody, copyToStatement, createCopyDecoder, createCopyEncoder, quoteIdentifier, resolveCopyOptions, type CopyEncoder, type CopyRow } from '../copy/format.js'
+import type { CopyEncoder } from '../copy/incremental.js'
+import { resolveCopyOptions } from '../copy/options.js'
+import type { CopyRow } from '../copy/rows.js'
+import { checkTableName, copyFromStatement, copyQueryBody, copyToStatement, quoteIdentifier } from '../copy/statement.js'
 import { ArgumentError, rejectionAtCaller, withCaller } from '../errors.js'
 import type { Writer } from '../protocol/writer.js'
 import { CopyIn } from '../query/copy.js'
@@ -24,7 +27,7 @@ import { RowStream } from '../query/stream.js'
 import { binaryDecodable } from '../wire/formats.js'
 import type { SimpleQuery } from '../query/simple-query.js'
 import { buildQuery } from '../query/sql-template.js'
-import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from './tracing.js'
+import { active, queryChannel, sendTraced, traceQuery, type QueryTrace } from '../trace/tracing.js'
 import type { Coalescer } from './coalesce.js'
 export { Coalescer } from './coalesce.js'
 
@@ -39,6 +42,16 @@ export { makeQuery, makeSimpleQuery } from './query-requests.js'
 
 
 const noop = (): void => {}
+
+/**
+ * COPY's row encoders and decoders (binary, text, CSV: copy/format.ts), loaded
+ * by copyFromRows() and copyToRows() the first time one runs: most programs
+ * never copy rows, and those that do wait on the server first anyway. The
+ * statement builders and option checks stay static, for errors at the call.
+ */
+function copyFormats(): Promise<typeof import('../copy/format.js')> {
+  return import('../copy/format.js')
+}
 
 /** A stream or cursor: what it reads from, sent by `send` on its first read, or the error to report there. */
 interface Bindable<Q> {
@@ -77,14 +90,14 @@ export abstract class Queryable {
     const send = (): void => {
       if (!req.dropped) this.send(req, route)
     }
-    if (base !== undefined && active(queryChannel)) return traceQuery(base, kind, text, values, promise, send)
+    if (base !== undefined && active(queryChannel)) return traceQuery(base, kind, text, values, promise, send, req)
     send()
     return promise
   }
 
   /** Sends a request that keeps its connection (a stream, cursor or COPY), traced aside when anybody listens. */
   private aside(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
-    sendTraced(this.defaults().trace, kind, text, values, req.promise, () => {
+    sendTraced(this.defaults().trace, kind, text, values, req, () => {
       this.coalescing?.sent(req)
       this.dispatchExclusive(req, route)
     })
@@ -330,6 +343,8 @@ export abstract class Queryable {
       first = await source.next()
       columns = await this.copyColumns(table, options?.columns, first)
       const described = await this.describe(`SELECT ${columns.map((c) => quoteIdentifier(c)).join(', ')} FROM ${table}`)
+      // COPY's row formats load on first use (copyFormats()).
+      const { createCopyEncoder } = await copyFormats()
       encoder = createCopyEncoder(
         described.fields.map((f, i) => ({ name: columns[i]!, typeOid: f.typeOid })),
         this.defaults().catalog,
@@ -459,7 +474,7 @@ export abstract class Queryable {
       else req.watch(signal, timeout)
       const send = (): void => {
         void (async () => {
-          const described = await this.describe(`SELECT * FROM (${body}\n) AS pipegres_copy`)
+          const [described, { createCopyDecoder }] = await Promise.all([this.describe(`SELECT * FROM (${body}\n) AS pipegres_copy`), copyFormats()])
           const columns = described.fields.map((f) => ({ name: f.name, typeOid: f.typeOid }))
           sink.prepare(described.fields, createCopyDecoder(columns, view, { ...options, rowMode }))
         })().then(

@@ -1,5 +1,5 @@
 import { ArgumentError, PgError, PipegresError } from '../errors.js'
-import { SqlState } from '../protocol/sql-state.js'
+import { Codes } from '../protocol/sql-state-codes.js'
 
 /** `begin({ retry })`: run the whole transaction again when the server rolled it back for a conflict. */
 export interface TransactionRetry {
@@ -41,7 +41,7 @@ export function retryPolicy(retry: unknown): RetryPolicy | null {
  * is unknown may have committed, and running it again could apply it twice.
  */
 export function isRetryable(err: unknown): err is PgError {
-  return err instanceof PgError && (err.code === SqlState.SerializationFailure || err.code === SqlState.DeadlockDetected)
+  return err instanceof PgError && (err.code === Codes.SerializationFailure || err.code === Codes.DeadlockDetected)
 }
 
 /** Exponential, capped, with jitter taking off up to half, so that the two sides of a conflict do not meet again. */
@@ -63,7 +63,7 @@ export async function withRetry<T>(policy: RetryPolicy, once: (attempt: number) 
         throw err
       }
       if (attempt >= policy.attempts) {
-        const what = err.code === SqlState.DeadlockDetected ? 'deadlock_detected' : 'serialization_failure'
+        const what = err.code === Codes.DeadlockDetected ? 'deadlock_detected' : 'serialization_failure'
         throw failed(`the transaction was rolled back with ${what} (${err.code}) on every one of its ${policy.attempts} attempts: ${err.message}`, err)
       }
       await new Promise((resolve) => setTimeout(resolve, delayBefore(attempt + 1, policy)))

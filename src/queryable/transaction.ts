@@ -5,7 +5,7 @@ import { Batch } from '../query/batch.js'
 import type { Result } from '../query/result.js'
 import { makeQuery, Queryable, type QueryDefaults } from './queryable.js'
 import { retryPolicy, withRetry, type TransactionRetry } from './transaction-retry.js'
-import { sendTraced } from './tracing.js'
+import { sendTraced } from '../trace/tracing.js'
 
 export interface TransactionOptions {
   isolation?: 'serializable' | 'repeatable read' | 'read committed' | 'read uncommitted'
@@ -150,7 +150,7 @@ export class Transaction extends Queryable {
    */
   control(sql: string): ExtendedQuery {
     const req = makeQuery(this.#shared.controlDefaults, sql, undefined, { prepare: false })
-    sendTraced(this.#queryDefaults.trace, 'query', sql, undefined, req.promise, () => this.#send(req))
+    sendTraced(this.#queryDefaults.trace, 'query', sql, undefined, req, () => this.#send(req))
     return req
   }
 

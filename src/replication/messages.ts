@@ -1,4 +1,4 @@
-import type { Lsn } from './lsn.js'
+import type { Lsn } from '../types/lsn.js'
 
 // The messages a logical change stream (pgoutput) delivers, as plain objects.
 // Every message has `type` and `lsn` (the WAL position the server sent it at).

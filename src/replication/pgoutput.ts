@@ -4,7 +4,7 @@ import { PG_EPOCH_MICROS, readInt64, readUint64 } from '../protocol/replication.
 import { utf8Read } from '../protocol/utf8.js'
 import type { Decoder } from '../types/codec.js'
 import type { TypeView } from '../types/view.js'
-import { lsnOf, type Lsn } from './lsn.js'
+import { lsnOf, type Lsn } from '../types/lsn.js'
 import { unchangedToast, type ChangeMessage, type ChangeRow, type Relation } from './messages.js'
 import { ReplicationError } from './errors.js'
 

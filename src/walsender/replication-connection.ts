@@ -3,9 +3,10 @@ import type { ConnectionConfig } from '../config/types.js'
 import { queryLost } from '../connection/closed-errors.js'
 import { CopyBothExchange, type CopyBothSink } from '../connection/copy-both.js'
 import { ArgumentError, ConnectionError, withCaller } from '../errors.js'
-import { LaneQueryable } from '../lane/lane-queryable.js'
-import { traceBase } from '../queryable/tracing.js'
-import { Lsn } from '../replication/lsn.js'
+import { LaneQueryable } from '../queryable/lane-queryable.js'
+import { laneStatements } from '../queryable/query-requests.js'
+import { traceBase } from '../trace/tracing.js'
+import { Lsn } from '../types/lsn.js'
 import { TypeCatalog } from '../types/catalog.js'
 import { resolveConfig, type ConnectOptions } from '../config/index.js'
 import { REPLICATION_SINCE, requireSince, shortVersion } from './server-support.js'
@@ -100,7 +101,9 @@ export class ReplicationConnection {
     // (a ReplicationStream) opens a new connection and starts over.
     const lane: Lane = new Lane({
       config: replication,
-      defaults,
+      catalog,
+      view: defaults.view,
+      statement: laneStatements(defaults),
       backoff: { failures: 0, nextAttemptAt: 0 },
       reconnectMaxDelay: 5000,
       maxPending: Infinity,

@@ -2,7 +2,8 @@
 // own, a subscription on a slot of its own, and reading a stream with a
 // deadline. Everything is dropped again, so test files can share a database.
 
-import type { ChangeMessage, Client, ReplicationStream, Subscription, SubscribeOptions } from '../../src/index.js'
+import type { Client } from '../../src/index.js'
+import { subscribe, type ChangeMessage, type ReplicationStream, type Subscription, type SubscribeOptions } from '../../src/replication.js'
 import { uniqueName } from './client.js'
 
 export interface Fixture {
@@ -54,7 +55,7 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Starts a subscription and waits until its stream runs, so changes made after this are seen. */
 export async function startSubscription(db: Client, options: SubscribeOptions): Promise<{ sub: Subscription; reader: Reader<ChangeMessage> }> {
-  const sub = db.subscribe(options)
+  const sub = subscribe(db, options)
   let timer: NodeJS.Timeout | undefined
   try {
     await Promise.race([sub.ready(), new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the subscription did not start within 10 s')), 10_000)))])

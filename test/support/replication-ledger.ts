@@ -4,7 +4,7 @@
 // every delivery of a transaction already handled (a duplicate), and the
 // reconnections seen.
 
-import type { ChangeMessage, Subscription } from '../../src/index.js'
+import type { ChangeMessage, Subscription } from '../../src/replication.js'
 import { sleep } from './replication-db.js'
 
 export interface Ledger {

@@ -102,28 +102,22 @@ describe('timeouts', () => {
     }
   })
 
-  test('20,000 queries timing out together do not block the event loop', async () => {
+  test('20,000 queries timing out together take time linear in their number', async () => {
     // Regression: each timeout looked its query up in the in-flight queue
-    // (quadratic: the event loop stalled for 6 s).
+    // (quadratic: the event loop stalled for 6 s, all of it this process's CPU).
+    // Bounded by the CPU this process spends, not by wall time, which a loaded
+    // machine stretches: linear work costs well under a second of it.
     const c = await openClient()
     try {
       const head = c.query('SELECT pg_sleep(0.3)')
-      let lag = 0
-      let last = performance.now()
-      const probe = setInterval(() => {
-        const now = performance.now()
-        lag = Math.max(lag, now - last - 10)
-        last = now
-      }, 10)
-      const t0 = performance.now()
+      const cpu0 = process.cpuUsage()
       const ps = Array.from({ length: 20_000 }, (_, i) => c.query('SELECT $1::int AS n', [i], { timeout: 100 }).catch((e: unknown) => e))
       await head
       const errors = await Promise.all(ps)
-      const took = performance.now() - t0
-      clearInterval(probe)
+      const cpu = process.cpuUsage(cpu0)
+      const cpuMs = (cpu.user + cpu.system) / 1000
       for (const e of errors) assert.ok(e instanceof TimeoutError, String(e))
-      assert.ok(lag < 1000, `the event loop stalled for ${lag.toFixed(0)} ms`)
-      assert.ok(took < 4000, `took ${took.toFixed(0)} ms`)
+      assert.ok(cpuMs < 3000, `the 20,000 timeouts cost ${cpuMs.toFixed(0)} ms of CPU`)
       assert.deepEqual((await c.query('SELECT 1 AS one')).rows, [{ one: 1 }])
     } finally {
       await c.end()

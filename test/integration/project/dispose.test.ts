@@ -8,6 +8,7 @@ import { nodeBinary } from '../../support/servers/matrix.js'
 import { mainDatabase } from '../../support/servers/test-server.js'
 import { disposeScenarios, type DisposeReport } from '../../support/children/dispose-scenarios.js'
 import * as lib from '../../../src/index.js'
+import * as replication from '../../../src/replication.js'
 import * as pg from '../../../src/integrations/pg/index.js'
 import { repoRoot as root } from '../../support/paths.js'
 
@@ -90,7 +91,7 @@ test('await using, as TypeScript compiles it for ES2022: every disposer, on this
   // The helper calls stand in for the syntax: this run tests the downlevel emit.
   assert.match(compiled, /__addDisposableResource/)
   assert.doesNotMatch(compiled, /await using /)
-  check(await disposeScenarios(lib, pg, await url()))
+  check(await disposeScenarios(lib, replication, pg, await url()))
 })
 
 /** A Node that parses `await using`: this one from 24 on, else the test matrix's 26 or 24 when installed. */

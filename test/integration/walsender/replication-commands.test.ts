@@ -12,12 +12,11 @@ import {
   ArgumentError,
   Client,
   connect,
-  connectReplication,
   createPool,
   Lsn,
   PgError,
-  ReplicationError,
 } from '../../../src/index.js'
+import { connectReplication, replicate, ReplicationError, subscribe } from '../../../src/replication.js'
 import { fileClient, uniqueName } from '../../support/client.js'
 import { dropSlot, fixture, nextTransaction, Reader, sleep, startSubscription, types } from '../../support/replication-db.js'
 import { connectionUrl, getTestServer, mainDatabase } from '../../support/servers/test-server.js'
@@ -154,7 +153,7 @@ describe('replication connections', () => {
     const f = await fixture(db, 'id int PRIMARY KEY')
     const pool = createPool({ connectionString: url, max: 2 })
     const { sub, reader } = await startSubscription(db, { slot: f.slot, publications: [f.publication] })
-    const poolSub = pool.subscribe({ slot: `${f.slot}_pool`, publications: [f.publication] })
+    const poolSub = subscribe(pool, { slot: `${f.slot}_pool`, publications: [f.publication] })
     const poolReader = new Reader(poolSub)
     try {
       const results = await Promise.all(Array.from({ length: 50 }, (_, i) => db.query('SELECT $1::int AS i', [i])))
@@ -181,7 +180,7 @@ describe('raw streams', () => {
     const rc = await connectReplication(url, 'physical')
     await rc.createSlot(slot)
     await rc.end()
-    const stream = db.replicate({ physical: true, slot, statusInterval: 50 })
+    const stream = replicate(db, { physical: true, slot, statusInterval: 50 })
     try {
       // Before PostgreSQL 15 the stream starts at the current WAL position, not the slot's (which only READ_REPLICATION_SLOT
       // tells a physical connection): the WAL below is written once it streams.
@@ -211,7 +210,7 @@ describe('raw streams', () => {
 
   test('a logical slot with another output plugin (test_decoding): its raw messages', async () => {
     const f = await fixture(db, 'id int PRIMARY KEY')
-    const stream = db.replicate({ slot: f.slot, plugin: 'test_decoding', pluginOptions: { 'include-xids': '0', 'skip-empty-xacts': '1' } })
+    const stream = replicate(db, { slot: f.slot, plugin: 'test_decoding', pluginOptions: { 'include-xids': '0', 'skip-empty-xacts': '1' } })
     const connected = new Promise<void>((r) => stream.on('connect', () => r()))
     const reader = new Reader(stream)
     try {
@@ -232,7 +231,7 @@ describe('failures, each named', () => {
     const f = await fixture(db, 'id int PRIMARY KEY')
     const { sub } = await startSubscription(db, { slot: f.slot, publications: [f.publication] })
     try {
-      const second = db.subscribe({ slot: f.slot, publications: [f.publication] })
+      const second = subscribe(db, { slot: f.slot, publications: [f.publication] })
       const err = await rejection(second.next())
       assert.ok(err instanceof ReplicationError && err.reason === 'slot-in-use', String(err))
       assert.match(err.message, new RegExp(f.slot))
@@ -243,7 +242,7 @@ describe('failures, each named', () => {
   })
 
   test('a missing publication', async () => {
-    const sub = db.subscribe({ slot: uniqueName('nopub').toLowerCase(), publications: ['no_such_publication'] })
+    const sub = subscribe(db, { slot: uniqueName('nopub').toLowerCase(), publications: ['no_such_publication'] })
     const err = await rejection(sub.next())
     assert.ok(err instanceof ReplicationError && err.reason === 'publication-missing', String(err))
     assert.match(err.message, /"no_such_publication"/)
@@ -278,13 +277,13 @@ describe('failures, each named', () => {
   })
 
   test('a missing slot for a raw logical stream', async () => {
-    const err = await rejection(db.replicate({ slot: 'no_such_slot_here' }).next())
+    const err = await rejection(replicate(db, { slot: 'no_such_slot_here' }).next())
     assert.ok(err instanceof ReplicationError && err.reason === 'slot-missing', String(err))
   })
 
   test('a role without the REPLICATION attribute', async () => {
     const client = new Client(connectionUrl(server, server.users.trust))
-    const err = await rejection(client.subscribe({ slot: 'never_created', publications: ['p'] }).next())
+    const err = await rejection(subscribe(client, { slot: 'never_created', publications: ['p'] }).next())
     assert.ok(err instanceof ReplicationError && err.reason === 'privilege', String(err))
     await client.end()
   })
@@ -295,7 +294,7 @@ describe('failures, each named', () => {
       const client = new Client(connectionUrl(own, own.superuser))
       await client.query('CREATE TABLE t (id int PRIMARY KEY)')
       await client.query('CREATE PUBLICATION p FOR TABLE t')
-      const err = await rejection(client.subscribe({ slot: 's', publications: ['p'] }).next())
+      const err = await rejection(subscribe(client, { slot: 's', publications: ['p'] }).next())
       assert.ok(err instanceof ReplicationError && err.reason === 'wal-level', String(err))
       assert.match(err.message, /wal_level/)
       await client.end()
@@ -326,18 +325,20 @@ describe('failures, each named', () => {
     // or timer left behind by a failed start would keep it alive (a test
     // process that then never exits is how such a leak once showed).
     const index = new URL('../../../src/index.js', import.meta.url).href
+    const replication = new URL('../../../src/replication.js', import.meta.url).href
     const script = `
       import { Client } from ${JSON.stringify(index)}
+      import { replicate, subscribe } from ${JSON.stringify(replication)}
       const db = new Client(process.env.PIPEGRES_CHILD_URL)
       const failures = []
       const fail = async (stream) => { try { await stream.ready(); failures.push('started') } catch (err) { failures.push(err.reason ?? err.code) } }
-      await fail(db.subscribe({ slot: 'never_made', publications: ['no_such_publication'] }))
-      await fail(db.replicate({ slot: 'no_such_slot_here' }))
-      if (${server.version} < 16) await fail(db.subscribe({ slot: 'never_made', publications: ['p'], origin: 'none' }))
+      await fail(subscribe(db, { slot: 'never_made', publications: ['no_such_publication'] }))
+      await fail(replicate(db, { slot: 'no_such_slot_here' }))
+      if (${server.version} < 16) await fail(subscribe(db, { slot: 'never_made', publications: ['p'], origin: 'none' }))
       const noReplication = new Client(process.env.PIPEGRES_CHILD_NOREPL_URL)
-      await fail(noReplication.subscribe({ slot: 'never_made', publications: ['p'] }))
+      await fail(subscribe(noReplication, { slot: 'never_made', publications: ['p'] }))
       const nowhere = new Client({ host: '127.0.0.1', port: 1, connectTimeout: 2000 })
-      await fail(nowhere.subscribe({ slot: 'never_made', publications: ['p'] }))
+      await fail(subscribe(nowhere, { slot: 'never_made', publications: ['p'] }))
       await Promise.all([db.end(), noReplication.end(), nowhere.end()])
       console.log(JSON.stringify(failures))
     `
@@ -366,9 +367,14 @@ describe('failures, each named', () => {
   })
 
   test('bad options are refused at once', () => {
-    assert.throws(() => db.subscribe({ slot: 'Bad Name', publications: ['p'] }), ArgumentError)
-    assert.throws(() => db.subscribe({ slot: 'ok', publications: [] }), ArgumentError)
-    assert.throws(() => db.replicate({ physical: true, startLsn: 'nope' }), ArgumentError)
+    assert.throws(() => subscribe(db, { slot: 'Bad Name', publications: ['p'] }), ArgumentError)
+    assert.throws(() => subscribe(db, { slot: 'ok', publications: [] }), ArgumentError)
+    assert.throws(() => replicate(db, { physical: true, startLsn: 'nope' }), ArgumentError)
+    // What the stream's settings come from: a client, a pool or settings, and nothing else.
+    const notASource = /takes a Client, a Pool, a connection string or a settings object as db, got/
+    assert.throws(() => subscribe(42 as never, { slot: 'ok', publications: ['p'] }), (err: Error) => err instanceof ArgumentError && notASource.test(err.message) && /got number/.test(err.message))
+    assert.throws(() => replicate(new Map() as never, { physical: true }), (err: Error) => err instanceof ArgumentError && /got a Map: pass the client or pool/.test(err.message))
+    assert.throws(() => subscribe({ connectionString: url, nonsense: 1 } as never, { slot: 'ok', publications: ['p'] }), /nonsense/)
     assert.equal(String(Lsn.from('16/b374d848')), '16/B374D848')
     assert.equal(Lsn.from(0x16b374d848n).toString(), '16/B374D848')
     assert.ok(Lsn.from('1/0') > Lsn.from('0/FFFFFFFF'))

@@ -18,7 +18,8 @@
 import assert from 'node:assert/strict'
 import * as net from 'node:net'
 import { describe, test } from 'node:test'
-import { Client, connectReplication, type Subscription } from '../../../src/index.js'
+import { Client } from '../../../src/index.js'
+import { connectReplication, subscribe, type Subscription } from '../../../src/replication.js'
 import { fileClient, openClient, uniqueName } from '../../support/client.js'
 import { startFaultProxy, type FaultPlan } from '../../support/proxies/fault-proxy.js'
 import { fixture, sleep } from '../../support/replication-db.js'
@@ -213,7 +214,7 @@ async function killLane(name: string, rounds: number, perRound: number): Promise
   const client = new Client({ ...(await mainDatabase()).options, applicationName: app })
   const kills: Kills = { streaming: 0, starting: 0, firstMessage: 0 }
   let rows = 0
-  const sub = client.subscribe({ slot: f.slot, publications: [f.publication], reconnectMaxDelay: 150, highWaterMark: 50 })
+  const sub = subscribe(client, { slot: f.slot, publications: [f.publication], reconnectMaxDelay: 150, highWaterMark: 50 })
   const { ledger, ended, reconnects } = watch(sub)
   const state = (round: number) =>
     `${name} round ${round}: rows committed ${rows}, delivered ${ledger.applied.length}${gap(ledger.applied)}, kills ${total(kills)}, reconnects ${reconnects.length} (last: ${reconnects.at(-1) ?? 'none'}), ended ${ended()?.message ?? 'no'}`
@@ -286,7 +287,7 @@ describe('a subscription under faults at every stage of (re)connecting', { concu
     const kills: Kills = { streaming: 0, starting: 0, firstMessage: 0 }
     try {
       for (let i = 0; i < 8; i++) {
-        const sub = client.subscribe({ slot: f.slot, publications: [f.publication], reconnectMaxDelay: 100 })
+        const sub = subscribe(client, { slot: f.slot, publications: [f.publication], reconnectMaxDelay: 100 })
         try {
           const ready = sub.ready()
           ready.catch(() => undefined)
@@ -344,7 +345,7 @@ describe('a subscription under faults at every stage of (re)connecting', { concu
       i === 0 ? {} : i % 3 === 2 ? { resetAfterMs: 150 + Math.random() * 300 } : { serverCutAt: Math.floor(Math.random() * 5000), cut: Math.random() < 0.5 ? 'reset' : 'fin' }
     const proxy = await startFaultProxy({ host: server.host, port: server.port }, cut)
     const client = new Client(connectionUrl({ ...server, port: proxy.port }, server.superuser, { params: { sslmode: Math.random() < 0.5 ? 'disable' : 'prefer' } }))
-    const sub = client.subscribe({ slot: f.slot, publications: [f.publication], reconnectMaxDelay: 100, highWaterMark: 50 })
+    const sub = subscribe(client, { slot: f.slot, publications: [f.publication], reconnectMaxDelay: 100, highWaterMark: 50 })
     const { ledger, ended, reconnects } = watch(sub)
     let rows = 0
     const state = () =>
@@ -393,7 +394,7 @@ describe('a subscription under faults at every stage of (re)connecting', { concu
     const relay = await silentRelay(server)
     // The server gives up on the silent walsender after 2 s, letting the slot go; status updates go every 666 ms.
     const client = new Client({ connectionString: connectionUrl({ ...server, port: relay.port }, server.superuser), params: { wal_sender_timeout: '2000' } })
-    const sub = client.subscribe({ slot: f.slot, publications: [f.publication], reconnectMaxDelay: 200 })
+    const sub = subscribe(client, { slot: f.slot, publications: [f.publication], reconnectMaxDelay: 200 })
     const { ledger, ended, reconnects } = watch(sub)
     const state = () =>
       `delivered ${ledger.applied.length}${gap(ledger.applied)}, connections ${relay.connections()}, reconnects ${reconnects.length} (last: ${reconnects.at(-1) ?? 'none'}), ended ${ended()?.message ?? 'no'}`

@@ -7,7 +7,8 @@
 
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { ArgumentError, Lsn, unchangedToast, type ChangeMessage, type CommitMessage, type SubscribeOptions } from '../../../src/index.js'
+import { ArgumentError } from '../../../src/index.js'
+import { Lsn, subscribe, unchangedToast, type ChangeMessage, type CommitMessage, type SubscribeOptions } from '../../../src/replication.js'
 import { fileClient, openClient } from '../../support/client.js'
 import { dropSlot, fixture, nextTransaction, Reader, sleep, startSubscription, types } from '../../support/replication-db.js'
 import { getTestServer } from '../../support/servers/test-server.js'
@@ -373,7 +374,7 @@ describe('what each PostgreSQL version offers', () => {
   for (const o of options) {
     test(`${o.what}: ${o.since > major ? `refused before anything is sent (needs ${o.since})` : 'streams'}`, async () => {
       const f = await fixture(db, 'id int PRIMARY KEY')
-      const sub = db.subscribe({ slot: f.slot, publications: [f.publication], ...o.options })
+      const sub = subscribe(db, { slot: f.slot, publications: [f.publication], ...o.options })
       try {
         if (o.since > major) {
           const err = await sub.ready().then(

@@ -7,10 +7,11 @@
 // dispose-scenarios.ts <connection string>` prints the report as JSON.
 //
 // It is handed pipegres (the test passes the compiled sources; run by itself,
-// it loads the package by its own name, from dist/) and imports only types,
+// it loads the package by its own names, from dist/) and imports only types,
 // so that Node can run the source as it is.
 
 type Lib = typeof import('../../../src/index.js')
+type ReplicationLib = typeof import('../../../src/replication.js')
 type PgLib = typeof import('../../../src/integrations/pg/index.js')
 
 class Boom extends Error {}
@@ -29,8 +30,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 export type DisposeReport = Record<string, unknown>
 
-export async function disposeScenarios(lib: Lib, pg: PgLib, url: string): Promise<DisposeReport> {
-  const { connect, connectReplication, createPool, Client } = lib
+export async function disposeScenarios(lib: Lib, replication: ReplicationLib, pg: PgLib, url: string): Promise<DisposeReport> {
+  const { connect, createPool, Client } = lib
+  const { connectReplication, subscribe } = replication
   const { Client: PgClient, Pool: PgPool } = pg
   const report: DisposeReport = {}
   const observer = await connect(url)
@@ -191,7 +193,7 @@ export async function disposeScenarios(lib: Lib, pg: PgLib, url: string): Promis
       const slot = `dispose_slot_${unique}`
       let walsender = 0
       report.subscriptionThrew = await throws(async () => {
-        await using sub = observer.subscribe({ slot, publications: [publication], temporary: true })
+        await using sub = subscribe(observer, { slot, publications: [publication], temporary: true })
         await sub.ready()
         walsender = sub.processId
         throw new Boom()
@@ -237,8 +239,9 @@ export async function disposeScenarios(lib: Lib, pg: PgLib, url: string): Promis
 }
 
 if (process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/^.*\//, '/')) && process.argv[2] !== undefined) {
-  const [root, compat]: string[] = ['pipegres', 'pipegres/pg']
+  const [root, replicationEntry, compat]: string[] = ['pipegres', 'pipegres/replication', 'pipegres/pg']
   const lib = (await import(root!)) as Lib
+  const replication = (await import(replicationEntry!)) as ReplicationLib
   const pg = (await import(compat!)) as PgLib
-  process.stdout.write(`${JSON.stringify({ node: process.version, report: await disposeScenarios(lib, pg, process.argv[2]) })}\n`)
+  process.stdout.write(`${JSON.stringify({ node: process.version, report: await disposeScenarios(lib, replication, pg, process.argv[2]) })}\n`)
 }

@@ -115,6 +115,11 @@ export const readyForQuery = (status = 'I'): Bytes => message('Z', utf8.encode(s
 export const parseComplete = (): Bytes => message('1')
 export const bindComplete = (): Bytes => message('2')
 export const noData = (): Bytes => message('n')
+export const closeComplete = (): Bytes => message('3')
+export const portalSuspended = (): Bytes => message('s')
+export const emptyQueryResponse = (): Bytes => message('I')
+/** NotificationResponse: a NOTIFY on `channel` from backend `pid`. */
+export const notification = (pid: number, channel: string, payload = ''): Bytes => message('A', int32(pid), channel, payload)
 export const parameterStatus = (name: string, value: string): Bytes => message('S', name, value)
 export const backendKeyData = (pid: number, key: Bytes = Uint8Array.of(1, 2, 3, 4)): Bytes => message('K', int32(pid), key)
 export const parameterDescription = (oids: readonly number[]): Bytes => message('t', int16(oids.length), ...oids.map(int32))

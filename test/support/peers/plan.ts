@@ -39,15 +39,16 @@ export const PEER_GROUPS: PeerGroup[] = [
     packages: ['kysely'],
     rangesFrom: 'peerDependencies',
     companions: [],
-    // pipegres/kysely, and Kysely's own PostgresDialect over pipegres/pg.
-    tests: ['test/integration/integrations/kysely/', 'test/integration/integrations/pg/kysely-dialect'],
+    // pipegres/kysely, Kysely's own PostgresDialect over pipegres/pg, and a dialect for postgres.js over pipegres/postgres.
+    tests: ['test/integration/integrations/kysely/', 'test/integration/integrations/pg/kysely-dialect', 'test/integration/integrations/postgres/kysely-postgres-js'],
   },
   {
     label: 'drizzle',
     packages: ['drizzle-orm'],
     rangesFrom: 'peerDependencies',
     companions: [],
-    tests: ['test/integration/integrations/drizzle/'],
+    // pipegres/drizzle, and drizzle's postgres-js driver over pipegres/postgres.
+    tests: ['test/integration/integrations/drizzle/', 'test/integration/integrations/postgres/drizzle-postgres-js'],
   },
   {
     label: 'prisma',

@@ -159,6 +159,17 @@ export async function freePort(ipv6: boolean): Promise<number> {
   }
 }
 
+/** Whether `port` can be bound on 127.0.0.1 (and ::1 when asked) right now. */
+export async function portFree(port: number, ipv6: boolean): Promise<boolean> {
+  try {
+    await close(await listen('127.0.0.1', port))
+    if (ipv6) await close(await listen('::1', port))
+    return true
+  } catch {
+    return false
+  }
+}
+
 const sleeper = new Int32Array(new SharedArrayBuffer(4))
 
 /** Blocks the thread: only for process 'exit' handlers, where nothing asynchronous runs any more. */

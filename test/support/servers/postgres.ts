@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { BootstrapConnection, sqlIdentifier, sqlLiteral, type BootstrapTarget } from './bootstrap-sql.js'
 import { createCertificates } from './certs.js'
-import { freePort, hasIpv6Loopback, isAlive, logTail, runCommand, serverAccount, serverEnv, sleepSync, type Account } from './os.js'
+import { freePort, portFree, hasIpv6Loopback, isAlive, logTail, runCommand, serverAccount, serverEnv, sleepSync, type Account } from './os.js'
 
 export interface Credentials {
   user: string
@@ -78,6 +78,11 @@ export interface StartServerOptions {
   settings?: Record<string, string>
   /** Goes into the temp dir's name and cluster_name, to tell servers apart in `ps`. */
   name?: string
+  /**
+   * The port to try first (a suite that hard-codes 5432, say); when it is taken
+   * or the bind fails, a free one is chosen as without it.
+   */
+  port?: number
 }
 
 const STARTUP_TIMEOUT_MS = 60_000
@@ -298,7 +303,7 @@ export async function startServer(opts: StartServerOptions = {}): Promise<Runnin
     // The port is free when chosen but someone may take it before the server binds it: then try another.
     let port = 0
     for (let attempt = 1; ; attempt++) {
-      port = await freePort(ipv6)
+      port = attempt === 1 && opts.port !== undefined && (await portFree(opts.port, ipv6)) ? opts.port : await freePort(ipv6)
       const conf = Object.entries(settings(port)).map(([k, v]) => `${k} = ${quoteConf(v)}`)
       await writeFile(join(dataDir, 'postgresql.conf'), `${baseConf}\n# pipegres test harness\n${conf.join('\n')}\n`)
       const child = await spawnPostgres(binDir, dataDir, logFile, account, baseDir)

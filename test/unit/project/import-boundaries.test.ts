@@ -10,10 +10,12 @@ import { repoRoot as root } from '../../support/paths.js'
 
 const src = join(root, 'src')
 
-type Layer = 'errors' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'replication' | 'queryable' | 'lane' | 'walsender' | 'pool' | 'face' | 'wire' | 'integrations'
+type Layer = 'errors' | 'sql' | 'protocol' | 'auth' | 'config' | 'connection' | 'types' | 'copy' | 'query' | 'replication' | 'trace' | 'queryable' | 'lane' | 'walsender' | 'pool' | 'face' | 'wire' | 'integrations'
 
 const allowedLayers: Record<Layer, Layer[]> = {
   errors: [],
+  // The SQL lexer: statement text into tokens, for every place that reads SQL; imports nothing.
+  sql: [],
   protocol: ['errors'],
   auth: ['errors', 'protocol'],
   config: ['errors'],
@@ -22,18 +24,21 @@ const allowedLayers: Record<Layer, Layer[]> = {
   // COPY data formats: pure encoding and decoding over the type system.
   copy: ['errors', 'protocol', 'types'],
   query: ['errors', 'protocol', 'connection', 'types', 'config', 'wire', 'copy'],
-  // Logical replication messages (pgoutput) and LSNs: pure decoding over the type system.
+  // Logical replication messages (pgoutput): pure decoding over the type system (LSNs are a type: types/lsn.ts).
   replication: ['errors', 'protocol', 'types'],
   // The calls every query runner offers: argument and option checks, batches, COPY streams, transactions, tracing.
-  queryable: ['errors', 'protocol', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'wire'],
+  // Tracing through diagnostics_channel: the events' contexts, filled in by whichever layer learns each field.
+  trace: ['errors', 'sql', 'config', 'connection'],
+  queryable: ['errors', 'sql', 'trace', 'protocol', 'config', 'connection', 'types', 'copy', 'query', 'wire'],
   // One server connection's life under a client, a pool slot or a replication connection.
-  lane: ['errors', 'protocol', 'config', 'connection', 'types', 'query', 'queryable'],
+  lane: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'query'],
   // Replication connections and their streams, over a lane.
-  walsender: ['errors', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane'],
-  // Many lanes: routing, hosts and roles, hooks, the waiting queue, reservations.
-  pool: ['errors', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane', 'walsender'],
-  // The top of src/: index.ts (the export list) and client.ts.
-  face: ['errors', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'queryable', 'lane', 'walsender', 'pool', 'face', 'wire'],
+  walsender: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'replication', 'queryable', 'lane'],
+  // Many lanes: routing, hosts and roles, hooks, the waiting queue, reservations. No replication:
+  // pipegres/replication's subscribe(pool) reads the pool's settings through lane/internals.ts.
+  pool: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'queryable', 'lane'],
+  // The top of src/: the package entries (index.ts, workerd.ts, replication.ts, ...), their export lists and client.ts.
+  face: ['errors', 'sql', 'trace', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'queryable', 'lane', 'walsender', 'pool', 'face', 'wire'],
   // The browser-side parser (pipegres/wire) must load in a browser: it shares only
   // the layers that import no node: module (checked by a build against the DOM library).
   wire: ['errors', 'protocol', 'types'],
@@ -43,6 +48,7 @@ const allowedLayers: Record<Layer, Layer[]> = {
 
 const allowedNode: Record<Layer, RegExp> = {
   errors: /^$/,
+  sql: /^$/,
   protocol: /^$/,
   types: /^$/,
   copy: /^$/,
@@ -51,14 +57,16 @@ const allowedNode: Record<Layer, RegExp> = {
   connection: /^node:(net|tls|fs|os|path|events|crypto)$/,
   query: /^$/,
   replication: /^$/,
+  trace: /^node:diagnostics_channel$/,
   // diagnostics_channel: tracing channels (present in Node, Bun and Deno).
-  queryable: /^node:(stream|diagnostics_channel)$/,
+  queryable: /^node:stream$/,
   lane: /^node:events$/,
   walsender: /^node:(events|stream)$/,
   pool: /^node:events$/,
   face: /^node:(events|stream)$/,
   wire: /^$/,
-  integrations: /^node:(events|stream|diagnostics_channel|async_hooks|util)$/,
+  // fs/promises: pipegres/postgres's sql.file() reads a query from a file, as postgres.js's does.
+  integrations: /^node:(events|stream|diagnostics_channel|async_hooks|util|fs\/promises)$/,
 }
 
 // The only packages an integration may import, each an optional peer dependency of its own subpath.
@@ -139,7 +147,7 @@ test('every import under src/ respects the layering', () => {
 // routing policy and the backoff rules are pure; the request classes depend
 // on the exchange they share, never the other way round or on each other.
 const forbiddenFiles: Record<string, readonly string[]> = {
-  'client.ts': ['pool/pool.ts', 'pool/reserved-client.ts', 'pool/routing.ts', 'lane/lane-queryable.ts'],
+  'client.ts': ['pool/pool.ts', 'pool/reserved-client.ts', 'pool/routing.ts', 'queryable/lane-queryable.ts'],
   'pool/reserved-client.ts': ['client.ts', 'pool/pool.ts', 'lane/lane.ts#runtime'],
   'pool/routing.ts': ['*#runtime'],
   'lane/lane.ts': ['queryable/transaction.ts'],

@@ -7,8 +7,9 @@ import { dirname, join, relative, resolve } from 'node:path'
 import { repoRoot as root } from '../../support/paths.js'
 
 // The published declarations, as `npm run build` makes them, name exactly the
-// public API: every name dist/index.d.ts exports (itself or through what it
-// re-exports), and for each exported class its public members. A member that
+// public API: every name dist/index.d.ts (the main entry) and
+// dist/replication.d.ts (pipegres/replication) export (themselves or through
+// what they re-export), and for each exported class its public members. A member that
 // is internal (a send(), a hold(), a constructor taking internal types) shows
 // up here as a new name, and a public signature that mentions a type the
 // package does not export fails the second test.
@@ -158,35 +159,27 @@ function publicMembers(statement: string): Map<string, string> {
   return members
 }
 
-/** Every name the package exports, types included. */
+/** Every name the main entry exports, types included: at most 120 (what every user pays for in the API). */
 const expectedNames = [
   'AbortError', 'AcquireTrace', 'ArgumentError', 'AuthError', 'AuthMethodName', 'BatchBuilder',
-  'BatchOptions', 'BatchQueryOptions', 'BeginMessage', 'ByteStream',
-  'BeginPrepareMessage', 'ChangeMessage', 'ChangeMessageBase', 'ChangeRow', 'ChannelBinding',
-  'Client', 'ClientErrorCode', 'ClientEvents', 'ClientOptions', 'ColumnValues', 'Columns',
-  'CodecError', 'CommitMessage', 'CommitPreparedMessage', 'ConfigError', 'ConnectOptions', 'ConnectTrace',
-  'ConnectionConfig', 'ConnectionError', 'CopyFormat', 'CopyFormatOptions', 'CopyFromRowsOptions',
-  'CopyInStream', 'CopyOptions', 'CopyOutStream', 'CopyResult', 'CopyRow', 'CopyRowError',
-  'CopyRowSource', 'CopyToRowsOptions', 'CreateSlotOptions', 'CreatedSlot', 'Cursor',
-  'CursorOptions', 'CustomType', 'DeleteMessage', 'DescribeOptions', 'Description', 'Field',
-  'FieldDescription', 'Fragment', 'HostAddress', 'HostChange', 'HostInfo', 'HostRole', 'Identifier', 'InsertMessage', 'Interval', 'LazyRow',
-  'Listener', 'LogicalMessage', 'Lsn', 'Money', 'Notification', 'NotificationHandler',
-  'NullBitmaps', 'OriginMessage', 'ParameterError', 'PasswordSource', 'PgError', 'PgErrorFields',
-  'PgNotice', 'PipegresError', 'Pool', 'PoolEvents', 'PoolHooks', 'PoolOptions', 'PoolSettings', 'PrepareMessage',
-  'ProtocolError', 'ProtocolVersion', 'QueryDefaultOptions', 'QueryOptions', 'QueryRowMode', 'QuerySettingOptions', 'QueryTiming', 'QueryTrace', 'Queryable',
-  'Range', 'RangeBounds', 'RawDestination', 'RawOptions', 'RawResult', 'ReadSlot', 'Relation',
-  'RelationColumn', 'RelationMessage', 'ReplicateOptions', 'ReplicationConnection',
-  'ReplicationError', 'ReplicationFailure', 'ReplicationLag', 'ReplicationStream', 'ReplicationStreamEvents',
-  'ReplicationStreamOptions', 'RequireAuth', 'ReservedClient', 'Result', 'ResultLimitError',
-  'RollbackPreparedMessage', 'RouteOptions', 'Row', 'RowMode', 'RowQueryOptions', 'RowStream',
-  'SimpleQueryOptions', 'SqlState', 'SqlStateCode', 'SslMode', 'SslNegotiation', 'StartTlsOptions', 'StartTransactionOptions', 'StartedTransaction',
-  'StreamAbortMessage', 'StreamCommitMessage', 'StreamFactory', 'StreamOptions', 'StreamStartMessage', 'StreamTarget',
-  'StreamStopMessage', 'SubscribeOptions', 'Subscription', 'SystemIdentity', 'TargetSessionAttrs',
-  'TimeoutError', 'TracingOptions', 'Transaction', 'TransactionError', 'TransactionOptions',
-  'TransactionRetry', 'TransactionState', 'TransactionStatus', 'TruncateMessage', 'TypeMessage', 'TypeOptions',
-  'TypedValue', 'UnchangedToast', 'UpdateMessage', 'WalMessage', 'WalMessageBase', 'WalStream',
-  'connect', 'connectReplication', 'createPool', 'fragment', 'identifier', 'isLazyRow', 'plainRow',
-  'quoteIdentifier', 'typed', 'unchangedToast',
+  'BatchOptions', 'BatchQueryOptions', 'ByteStream', 'ChannelBinding', 'Client', 'ClientErrorCode',
+  'ClientEvents', 'ClientOptions', 'CodecError', 'Columns', 'ColumnValues', 'ConfigError', 'connect',
+  'ConnectionConfig', 'ConnectionError', 'ConnectOptions', 'ConnectTrace', 'CopyFormat', 'CopyFormatOptions',
+  'CopyFromRowsOptions', 'CopyInStream', 'CopyOptions', 'CopyOutStream', 'CopyResult', 'CopyRow',
+  'CopyRowError', 'CopyRowSource', 'CopyToRowsOptions', 'createPool', 'Cursor', 'CursorOptions',
+  'CustomType', 'DescribeOptions', 'Description', 'Field', 'FieldDescription', 'Fragment', 'fragment',
+  'HostAddress', 'HostChange', 'HostInfo', 'HostRole', 'Identifier', 'identifier', 'Interval', 'isLazyRow',
+  'LazyRow', 'Listener', 'Lsn', 'Money', 'Notification', 'NotificationHandler', 'NullBitmaps',
+  'ParameterError', 'PasswordSource', 'PgError', 'PgErrorFields', 'PgNotice', 'PipegresError', 'plainRow',
+  'Pool', 'PoolEvents', 'PoolHooks', 'PoolOptions', 'PoolSettings', 'ProtocolError', 'ProtocolVersion',
+  'Queryable', 'QueryDefaultOptions', 'QueryOptions', 'QueryRowMode', 'QuerySettingOptions', 'QueryTiming',
+  'QueryTrace', 'quoteIdentifier', 'Range', 'RangeBounds', 'RawDestination', 'RawOptions', 'RawResult',
+  'ReplicationLag', 'RequireAuth', 'ReservedClient', 'Result', 'ResultLimitError', 'RouteOptions', 'Row',
+  'RowMode', 'RowQueryOptions', 'RowStream', 'SimpleQueryOptions', 'SqlState', 'SqlStateCode', 'SslMode',
+  'SslNegotiation', 'StartedTransaction', 'StartTlsOptions', 'StartTransactionOptions', 'StreamFactory',
+  'StreamOptions', 'StreamTarget', 'TargetSessionAttrs', 'TimeoutError', 'TracingOptions', 'Transaction',
+  'TransactionError', 'TransactionOptions', 'TransactionRetry', 'TransactionState', 'TransactionStatus',
+  'typed', 'TypedValue', 'TypeOptions',
 ]
 
 /** The public members of each exported class (own members; the base class as `extends X`). */
@@ -197,8 +190,8 @@ const expectedClasses: Record<string, string[]> = {
   Client: [
     '[Symbol.asyncDispose]', 'begin', 'cancelMisfires', 'closed', 'config', 'connect', 'connected', 'constructor',
     'destroy', 'end', 'extends Queryable', 'listen', 'notify', 'off', 'on', 'once',
-    'pendingQueries', 'processId', 'protocolVersion', 'registerType', 'replicate',
-    'serverParameters', 'startTransaction', 'subscribe', 'tls', 'transactionStatus',
+    'pendingQueries', 'processId', 'protocolVersion', 'registerType',
+    'serverParameters', 'startTransaction', 'tls', 'transactionStatus',
   ],
   CodecError: ['extends Error', 'name'],
   ConfigError: ['constructor', 'extends PipegresError', 'setting'],
@@ -225,8 +218,8 @@ const expectedClasses: Record<string, string[]> = {
   PipegresError: ['code', 'constructor', 'extends Error', 'name'],
   Pool: [
     '[Symbol.asyncDispose]', 'begin', 'config', 'constructor', 'destroy', 'discover', 'end', 'extends Queryable', 'hosts', 'idleCount',
-    'listen', 'max', 'notify', 'off', 'on', 'options', 'registerType', 'replicate', 'reserve', 'reservedCount',
-    'startTransaction', 'subscribe', 'totalCount', 'waitingCount', 'writeLsn',
+    'listen', 'max', 'notify', 'off', 'on', 'options', 'registerType', 'reserve', 'reservedCount',
+    'startTransaction', 'totalCount', 'waitingCount', 'writeLsn',
   ],
   ProtocolError: ['constructor', 'extends PipegresError'],
   Queryable: [
@@ -236,15 +229,6 @@ const expectedClasses: Record<string, string[]> = {
   Range: [
     'constructor', 'empty', 'lower', 'lowerInclusive', 'static empty', 'toString', 'upper',
     'upperInclusive',
-  ],
-  ReplicationConnection: [
-    '[Symbol.asyncDispose]', 'close', 'closed', 'command', 'createSlot', 'dropSlot', 'end', 'identifySystem', 'mode',
-    'processId', 'readSlot', 'serverMajor', 'serverVersion', 'timelineHistory',
-  ],
-  ReplicationError: ['constructor', 'extends PipegresError', 'reason'],
-  ReplicationStream: [
-    '[Symbol.asyncDispose]', '[Symbol.asyncIterator]', 'acknowledgedLsn', 'buffered', 'close', 'next', 'off', 'on',
-    'processId', 'ready', 'return',
   ],
   ReservedClient: ['[Symbol.asyncDispose]', 'begin', 'extends Queryable', 'processId', 'release', 'startTransaction'],
   ResultLimitError: ['constructor', 'extends PipegresError', 'limit', 'max', 'reached'],
@@ -259,15 +243,48 @@ const expectedClasses: Record<string, string[]> = {
   TypedValue: ['constructor', 'oid', 'typeName', 'value'],
 }
 
+/** Every name pipegres/replication exports. */
+const expectedReplicationNames = [
+  'BeginMessage', 'BeginPrepareMessage', 'ChangeMessage', 'ChangeMessageBase', 'ChangeRow', 'CommitMessage',
+  'CommitPreparedMessage', 'connectReplication', 'CreatedSlot', 'CreateSlotOptions', 'DeleteMessage',
+  'InsertMessage', 'LogicalMessage', 'Lsn', 'OriginMessage', 'PrepareMessage', 'ReadSlot', 'Relation',
+  'RelationColumn', 'RelationMessage', 'replicate', 'ReplicateOptions', 'ReplicationConnection',
+  'ReplicationError', 'ReplicationFailure', 'ReplicationSource', 'ReplicationStream',
+  'ReplicationStreamEvents', 'ReplicationStreamOptions', 'RollbackPreparedMessage', 'StreamAbortMessage',
+  'StreamCommitMessage', 'StreamStartMessage', 'StreamStopMessage', 'subscribe', 'SubscribeOptions',
+  'Subscription', 'SystemIdentity', 'TruncateMessage', 'TypeMessage', 'UnchangedToast', 'unchangedToast',
+  'UpdateMessage', 'WalMessage', 'WalMessageBase', 'WalStream',
+]
+
+/** The public members of each class pipegres/replication exports (Lsn is the main entry's own). */
+const expectedReplicationClasses: Record<string, string[]> = {
+  Lsn: [
+    'equals', 'plus', 'static ZERO', 'static compare', 'static from', 'static max', 'toJSON',
+    'toString', 'value', 'valueOf',
+  ],
+  ReplicationConnection: [
+    '[Symbol.asyncDispose]', 'close', 'closed', 'command', 'createSlot', 'dropSlot', 'end', 'identifySystem', 'mode',
+    'processId', 'readSlot', 'serverMajor', 'serverVersion', 'timelineHistory',
+  ],
+  ReplicationError: ['constructor', 'extends PipegresError', 'reason'],
+  ReplicationStream: [
+    '[Symbol.asyncDispose]', '[Symbol.asyncIterator]', 'acknowledgedLsn', 'buffered', 'close', 'next', 'off', 'on',
+    'processId', 'ready', 'return',
+  ],
+}
+
 /** Types named in public signatures that are not exported: none may be left. */
 const knownLeaks = new Set<string>([])
 
 const dir = buildDeclarations()
 const dts = new Declarations(dir)
-const index = join(dir, 'index.d.ts')
-const exported = dts.exportsOf(index)
+const exported = dts.exportsOf(join(dir, 'index.d.ts'))
+const replicationExported = dts.exportsOf(join(dir, 'replication.d.ts'))
+/** Every name of every entry checked here, with where it is declared. */
+const allExported = [...exported, ...replicationExported]
 
-test('the published declarations export exactly the public API, and each class exactly its public members', () => {
+/** The sorted names of an entry's exports, and the sorted public members of each class among them. */
+function apiOf(exported: Map<string, Decl>): { names: string[]; classes: Record<string, string[]> } {
   const names = [...exported.keys()].sort()
   const classes: Record<string, string[]> = {}
   for (const name of names) {
@@ -282,10 +299,24 @@ test('the published declarations export exactly the public API, and each class e
     }
     classes[name] = members.sort()
   }
+  return { names, classes }
+}
+
+test('the main entry exports exactly its public API, and each class exactly its public members', () => {
+  const { names, classes } = apiOf(exported)
   // PIPEGRES_API_OUT=file writes the API as built, to review and copy below when it changes on purpose.
   if (process.env.PIPEGRES_API_OUT !== undefined) writeFileSync(process.env.PIPEGRES_API_OUT, JSON.stringify({ names, classes }, null, 2) + '\n')
   assert.deepEqual(names, [...expectedNames].sort(), 'exported names')
   assert.deepEqual(classes, expectedClasses, 'public members of the exported classes')
+  assert.ok(names.length <= 120, `the main entry exports ${names.length} names: at most 120, the rest belongs in a subpath`)
+})
+
+test('pipegres/replication exports exactly its public API, and each class exactly its public members', () => {
+  const { names, classes } = apiOf(replicationExported)
+  assert.deepEqual(names, [...expectedReplicationNames].sort(), 'exported names')
+  assert.deepEqual(classes, expectedReplicationClasses, 'public members of the exported classes')
+  // The one class both entries export is one declaration: an Lsn from pool.writeLsn() is a replication message's Lsn.
+  assert.deepEqual(replicationExported.get('Lsn'), exported.get('Lsn'))
 })
 
 test('no exported class shows a protected member, and none made by the library alone has a public constructor', () => {
@@ -294,7 +325,7 @@ test('no exported class shows a protected member, and none made by the library a
   // transaction its connection) declares a private constructor, or TypeScript offers an implicit public one.
   const protectedMembers: string[] = []
   const implicitConstructor: string[] = []
-  for (const [name, d] of exported) {
+  for (const [name, d] of new Map(allExported)) {
     const cls = dts.statements(d).find((s) => classHead.test(s))
     if (cls === undefined) continue
     // A protected constructor is left to Transaction, which StartedTransaction extends.
@@ -307,9 +338,10 @@ test('no exported class shows a protected member, and none made by the library a
 })
 
 test('every type named in a public signature is exported from the package', () => {
-  const public_ = new Set([...exported.values()].map(key))
+  // From either entry: pipegres/replication's subscribe() takes the main entry's Client.
+  const public_ = new Set(allExported.map(([, d]) => key(d)))
   const leaks: string[] = []
-  for (const [name, d] of exported) {
+  for (const [name, d] of allExported) {
     for (const statement of dts.statements(d)) {
       const parts = classHead.test(statement) ? [...publicMembers(statement)].map(([m, text]) => [`${name}.${m}`, text] as const) : [[name, statement] as const]
       for (const [where, text] of parts) {

@@ -1,8 +1,9 @@
 import type { Request } from '../connection/request.js'
 import type { TransactionStatus } from '../protocol/backend.js'
-import { Queryable, type QueryDefaults } from '../queryable/queryable.js'
+import { Queryable } from './queryable.js'
+import type { QueryDefaults } from './query-options.js'
 
-/** What the query methods need of a lane (Lane, in lane.ts, which builds LaneQueryables: named here so that neither file imports the other). */
+/** What the query methods need of a lane (lane/lane.ts's Lane, which lies below this layer and knows nothing of it). */
 export interface QueryLane {
   send(req: Request, owner: object | null): void
   readonly transactionStatus: TransactionStatus

@@ -1,6 +1,8 @@
 import dc from 'node:diagnostics_channel'
 import type { ConnectionConfig } from '../config/types.js'
 import { PgError } from '../errors.js'
+import type { Request } from '../connection/request.js'
+import { SqlLexer } from '../sql/lexer.js'
 
 // Tracing through node:diagnostics_channel (present in Node, Bun and Deno):
 // the channels' names and the fields of their context objects are public API.
@@ -103,30 +105,12 @@ export function traceBase(config: ConnectionConfig, parameters: boolean): TraceB
   return { database: config.database, user: config.user, serverAddress: first?.host ?? '', serverPort: first?.port ?? 0, parameters }
 }
 
-const keyword = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*([A-Za-z]+)/
-
 /** The statement's first keyword, past whitespace and comments. */
 export function operationOf(text: string): string {
-  return keyword.exec(text)?.[1]?.toUpperCase() ?? ''
+  const lexer = new SqlLexer(text)
+  return lexer.nextSignificant() === 'word' ? lexer.token().toUpperCase() : ''
 }
 
-/**
- * The trace of the query being sent in this synchronous run, if any: a
- * client that takes a request checks it (one read of a live binding) and then
- * fills in its connection through noteSent.
- */
-export let sending: QueryTrace | null = null
-
-export function noteSent(host: { readonly host: string; readonly port: number } | undefined, inflight: number): void {
-  const t = sending
-  if (t === null) return
-  sending = null
-  if (host !== undefined) {
-    t.serverAddress = host.host
-    t.serverPort = host.port
-  }
-  t.inflight = inflight
-}
 
 interface Outcome {
   command?: unknown
@@ -191,8 +175,10 @@ function trace<T, C extends Traced>(ch: dc.TracingChannel<unknown, C>, ctx: C, r
 }
 
 /**
- * Traces one query: `send` hands the request over (a client it reaches fills
- * in its connection through noteSent), `promise` is the request's outcome.
+ * Traces one query: `send` hands the request over, `promise` is the request's
+ * outcome. The trace rides on `req` (Request.sentTrace) until a connection
+ * takes it and fills in where it went; null for a call that sends nothing of
+ * its own (a coalesced read joining one in flight).
  * Call only when active(queryChannel).
  */
 export function traceQuery<T>(
@@ -202,6 +188,7 @@ export function traceQuery<T>(
   values: readonly unknown[] | undefined,
   promise: Promise<T>,
   send: () => void,
+  req: Request | null,
   coalesce?: { readonly coalesced: boolean; readonly executionId: number },
 ): Promise<T> {
   const ctx: QueryTrace = {
@@ -223,12 +210,8 @@ export function traceQuery<T>(
     queryChannel,
     ctx,
     () => {
-      sending = ctx
-      try {
-        send()
-      } finally {
-        sending = null
-      }
+      if (req !== null) req.sentTrace = ctx
+      send()
       return promise
     },
     settled,
@@ -240,8 +223,16 @@ export function traceQuery<T>(
  * or a cursor's, a transaction's BEGIN): its trace must not turn a failure
  * into an unhandled rejection.
  */
-export function traceQueryAside(base: TraceBase, kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, promise: Promise<unknown>, send: () => void): void {
-  traceQuery(base, kind, text, values, promise, send).catch(() => undefined)
+export function traceQueryAside(
+  base: TraceBase,
+  kind: QueryTrace['kind'],
+  text: string,
+  values: readonly unknown[] | undefined,
+  promise: Promise<unknown>,
+  send: () => void,
+  req: Request,
+): void {
+  traceQuery(base, kind, text, values, promise, send, req).catch(() => undefined)
 }
 
 /** Traces one connection attempt. Call only when active(connectChannel). */
@@ -270,8 +261,15 @@ export function traceAcquire<T>(base: TraceBase, max: number, size: number, wait
 }
 
 /** Sends a request whose promise the caller does not get from here: traced aside when anybody listens. */
-export function sendTraced(base: TraceBase | undefined, kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, promise: Promise<unknown>, send: () => void): void {
-  if (base !== undefined && active(queryChannel)) traceQueryAside(base, kind, text, values, promise, send)
+export function sendTraced(
+  base: TraceBase | undefined,
+  kind: QueryTrace['kind'],
+  text: string,
+  values: readonly unknown[] | undefined,
+  req: Request & { readonly promise: Promise<unknown> },
+  send: () => void,
+): void {
+  if (base !== undefined && active(queryChannel)) traceQueryAside(base, kind, text, values, req.promise, send, req)
   else send()
 }
 

@@ -1,5 +1,5 @@
 import { ArgumentError } from '../errors.js'
-import { hexUpper, parseLsn } from '../types/codecs/lsn.js'
+import { hexUpper, parseLsn } from './codecs/lsn.js'
 
 // A WAL position. PostgreSQL prints it as two hex halves, 'hi/lo' without
 // leading zeros ('16/B374D848'), the form pg_lsn uses: the same formatting

@@ -1,0 +1,431 @@
+import type { CopyInStream, CopyOutStream, Pool, Result as CoreResult } from '../../index.js'
+import { build, isFragment, unsafeValues } from './build.js'
+import { CANCELED, generic, PostgresError, toPostgresError, type Endpoint, type ErrorContext } from './errors.js'
+import type { ResolvedOptions } from './options.js'
+import { columnsOf, emptyResult, toResult, type Result, type Statement } from './result.js'
+import type { Transform } from './transform.js'
+
+// A query as postgres.js gives it: a thenable made by the tagged template
+// (or unsafe(), or file()) that runs when it is first awaited (or
+// execute()d), so that a template used as a fragment of another never runs.
+// It becomes one pipegres call: query() (the default), simpleQuery()
+// (.simple(), unsafe() without parameters), describe(), cursor(), copyTo()
+// or copyFrom().
+
+/** What a query runs on: a pool, a reserved connection, or a transaction's connection. */
+export type Runner = Pick<Pool, 'query' | 'simpleQuery' | 'cursor' | 'copyFrom' | 'copyTo' | 'describe'>
+
+/** The sql instance a query belongs to. */
+export interface Handler {
+  readonly runner: Runner
+  readonly options: ResolvedOptions
+  readonly transform: Transform
+  readonly endpoint: Endpoint
+  /** Why this query may not run now (the instance ended, a BEGIN outside sql.begin(), ...), or undefined. */
+  refuse(text: string): Error | undefined
+  /** Whether a query failing on a stale prepared statement is run again unnamed (not inside a transaction). */
+  readonly retries: boolean
+  /** Counts COPY FROM streams open (a pool whose every connection holds one would make any other query wait for ever). */
+  copies: { active: number; streams: Set<CopyInStream> }
+}
+
+/** Returned by a cursor's callback: stop reading and close the cursor. */
+export const CLOSE = {}
+
+// Cancellation. pipegres cancels a query through its AbortSignal, but an
+// AbortController per query costs more than a pipelined query itself. So the
+// queries issued in one turn of the event loop share one controller, reused
+// while none of its queries is pending. cancel() aborts it once the query to
+// cancel is the last of its turn still pending (at once in the usual case).
+class CancelGroup {
+  readonly controller = new AbortController()
+  pending = 0
+  cancelling = 0
+  /** The options of its queries, by row mode and prepare: made once per group rather than per query. */
+  readonly options = new Map<string, { rowMode: 'array' | 'object'; prepare: boolean; signal: AbortSignal }>()
+  optionsFor(rowMode: 'array' | 'object', prepare: boolean): { rowMode: 'array' | 'object'; prepare: boolean; signal: AbortSignal } {
+    const key = prepare ? rowMode : rowMode + '!'
+    let o = this.options.get(key)
+    if (o === undefined) this.options.set(key, (o = { rowMode, prepare, signal: this.controller.signal }))
+    return o
+  }
+  settle(): void {
+    this.pending--
+    if (this.cancelling > 0 && this.pending === this.cancelling) this.controller.abort()
+  }
+}
+let group: CancelGroup | undefined
+let groupOpen = false
+const closeGroup = (): void => {
+  groupOpen = false
+}
+function joinGroup(): CancelGroup {
+  if (!groupOpen) {
+    if (group === undefined || group.pending !== 0 || group.cancelling !== 0 || group.controller.signal.aborted) group = new CancelGroup()
+    groupOpen = true
+    queueMicrotask(closeGroup)
+  }
+  group!.pending++
+  return group!
+}
+
+function cancelledError(): PostgresError {
+  return new PostgresError(CANCELED)
+}
+
+// The frames of the code that made a query, for its error: captured once per template call site (as postgres.js does).
+// The frame of the call site alone: a query's error then ends with the line that made it.
+const origins = new WeakMap<readonly string[], string>()
+function frames(): string {
+  const stack = new Error().stack ?? ''
+  return stack.slice(stack.indexOf('\n') + 1)
+}
+/** Records the call site of a template (once per site): `above` is the function the application called. */
+export function captureOrigin(strings: readonly string[], above: Function): void {
+  if (origins.has(strings)) return
+  const holder: { stack?: string } = {}
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 1
+  Error.captureStackTrace(holder, above)
+  Error.stackTraceLimit = limit
+  const stack = holder.stack ?? ''
+  origins.set(strings, stack.slice(stack.indexOf('\n') + 1))
+}
+
+// A result's statement, as postgres.js shares it between the executions of one text: named when prepared.
+let statementCount = 0
+const statements = { named: new Map<string, Statement>(), unnamed: new Map<string, Statement>() }
+function statementOf(text: string, named: boolean): Statement {
+  const byText = named ? statements.named : statements.unnamed
+  let s = byText.get(text)
+  if (s === undefined) {
+    if (byText.size > 10_000) byText.clear()
+    s = { name: named ? 'p' + (++statementCount).toString(36) : '', string: text, types: [], columns: [] }
+    byText.set(text, s)
+  }
+  return s
+}
+
+/** Texts whose prepared statement went stale under a table change: run unnamed since. */
+const stale = new Set<string>()
+function isStale(err: unknown): boolean {
+  const e = err as { code?: unknown; routine?: unknown }
+  return (e.code === '42804' && e.routine === 'transformAssignedExpr') || (e.code === '0A000' && e.routine === 'RevalidateCachedQuery')
+}
+
+type Mode = 'object' | 'values' | 'raw'
+type Kind = 'tagged' | 'unsafe' | 'file'
+
+export interface UnsafeOptions {
+  prepare?: boolean
+  simple?: boolean
+  cache?: boolean
+}
+
+export class PendingQuery<T = Result<Record<string, unknown>>> implements PromiseLike<T> {
+  declare readonly [isFragment]: boolean
+  /** The template's strings (unsafe(): the text alone; file(): none yet). */
+  readonly strings: readonly string[]
+  readonly args: readonly unknown[]
+  #handler: Handler
+  #kind: Kind
+  #options: UnsafeOptions
+  #mode: Mode = 'object'
+  #simple: boolean
+  #describe = false
+  #cursor: { n: number; fn: (rows: unknown[], result: unknown) => unknown } | undefined
+  #forEach: ((row: unknown, result: unknown) => unknown) | undefined
+  #promise: Promise<unknown> | undefined
+  #group: CancelGroup | undefined
+  #cancelled = false
+  #settled = false
+  #origin: string | undefined
+  #file: ((path: unknown) => Promise<string>) | undefined
+
+  constructor(handler: Handler, strings: readonly string[], args: readonly unknown[], kind: Kind, options: UnsafeOptions = {}, file?: (path: unknown) => Promise<string>) {
+    this.#handler = handler
+    this.strings = strings
+    this.args = args
+    this.#kind = kind
+    this.#options = options
+    this.#simple = kind !== 'tagged' && ('simple' in options ? options.simple === true : args.length === 0)
+    this.#file = file
+    const debug = handler.options.debug
+    this.#origin = debug ? frames() : kind === 'tagged' ? origins.get(strings) : undefined
+  }
+
+  then<A = T, B = never>(onfulfilled?: ((value: T) => A | PromiseLike<A>) | null, onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
+    return (this.#start() as Promise<T>).then(onfulfilled, onrejected)
+  }
+  catch<B = never>(onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<T | B> {
+    return (this.#start() as Promise<T>).catch(onrejected)
+  }
+  finally(onfinally?: (() => void) | null): Promise<T> {
+    return (this.#start() as Promise<T>).finally(onfinally)
+  }
+  get [Symbol.toStringTag](): string {
+    return 'PendingQuery'
+  }
+
+  /** Sends the query now rather than when first awaited. */
+  execute(): this {
+    this.#start()
+    return this
+  }
+  /** Rows as arrays of values. */
+  values(): PendingQuery<Result<unknown[]>> {
+    this.#mode = 'values'
+    return this as unknown as PendingQuery<Result<unknown[]>>
+  }
+  /** Rows as arrays of each value's text as bytes. */
+  raw(): PendingQuery<Result<Buffer[]>> {
+    this.#mode = 'raw'
+    return this as unknown as PendingQuery<Result<Buffer[]>>
+  }
+  /** Runs with the simple protocol: no parameters, several statements allowed (one result each). */
+  simple(): this {
+    this.#simple = true
+    return this
+  }
+  /** The statement's parameter types and columns, without running it. */
+  describe(): PendingQuery<Statement> {
+    this.#describe = true
+    return this as unknown as PendingQuery<Statement>
+  }
+  /** Cancels the query: on the server when it is running, at once when it has not been sent. */
+  cancel(): void {
+    if (this.#settled) return
+    if (this.#promise === undefined || this.#group === undefined) {
+      this.#cancelled = true
+      return
+    }
+    const g = this.#group
+    g.cancelling++
+    if (g.pending === g.cancelling) g.controller.abort()
+  }
+  /** Calls fn for each row, as rows arrive; resolves with an empty result carrying the columns. */
+  forEach(fn: (row: unknown, result: unknown) => unknown): PendingQuery<Result<never>> {
+    this.#forEach = fn
+    return this as unknown as PendingQuery<Result<never>>
+  }
+
+  /**
+   * Reads the rows n at a time (1 by default): with a function, calls it for
+   * each batch (returning sql.CLOSE stops) and resolves once done; without
+   * one, returns an async iterator of the batches.
+   */
+  cursor(n?: number | ((rows: unknown[]) => unknown), fn?: (rows: unknown[]) => unknown): any {
+    const size = typeof n === 'number' ? n : 1
+    if (!Number.isInteger(size) || size < 1) throw new TypeError(`cursor() needs a batch size of at least 1, not ${String(n)}`)
+    const callback = typeof n === 'function' ? n : fn
+    if (callback === undefined) return this.#iterate(size)
+    this.#cursor = { n: size, fn: callback as (rows: unknown[], result: unknown) => unknown }
+    return this
+  }
+
+  /** COPY ... TO STDOUT: a readable of the data. */
+  async readable(): Promise<CopyOutStream> {
+    const { text } = await this.#statement()
+    return this.#handler.runner.copyTo(text)
+  }
+
+  /** COPY ... FROM STDIN: a writable for the data, finished once the server confirmed it. */
+  async writable(): Promise<CopyInStream> {
+    const { text } = await this.#statement()
+    const w = this.#handler.runner.copyFrom(text)
+    const copies = this.#handler.copies
+    copies.active++
+    copies.streams.add(w)
+    let done = false
+    const over = (): void => {
+      if (!done) {
+        done = true
+        copies.active--
+        copies.streams.delete(w)
+      }
+    }
+    w.result.then(over, over)
+    w.once('close', over)
+    return w
+  }
+
+  #start(): Promise<unknown> {
+    if (this.#promise === undefined) {
+      this.#promise = this.#run()
+    }
+    return this.#promise
+  }
+
+  async #statement(): Promise<{ text: string; values: unknown[] }> {
+    const h = this.#handler
+    if (this.#kind === 'tagged') return build(this, h.transform)
+    const text = this.#kind === 'file' ? await this.#file!(this.strings[0]) : this.strings[0]!
+    if (typeof text !== 'string') return { text: String(text), values: unsafeValues(this.args, h.transform) }
+    return { text, values: unsafeValues(this.args, h.transform) }
+  }
+
+  #context(text: string, values: unknown[]): ErrorContext {
+    return { query: text, parameters: values, args: this.args as unknown[], origin: this.#origin, debug: this.#handler.options.debug !== false }
+  }
+
+  #run(): Promise<unknown> {
+    const h = this.#handler
+    if (this.#cancelled) return Promise.reject(cancelledError())
+    let text: string
+    let values: unknown[]
+    // Tagged templates and unsafe() texts are sent in this turn, as written; only file() waits (for the file).
+    if (this.#kind !== 'file') {
+      try {
+        if (this.#kind === 'tagged') ({ text, values } = build(this, h.transform))
+        else {
+          const given: unknown = this.strings[0]
+          text = typeof given === 'string' ? given : String(given)
+          values = unsafeValues(this.args, h.transform)
+        }
+      } catch (err) {
+        return Promise.reject(err)
+      }
+      return this.#send(text, values)
+    }
+    return this.#statement().then(
+      (s) => this.#send(s.text, s.values),
+      (err: unknown) => Promise.reject(err),
+    )
+  }
+
+  #send(text: string, values: unknown[]): Promise<unknown> {
+    const h = this.#handler
+    const refused = h.refuse(text)
+    if (refused !== undefined) return Promise.reject(refused)
+    if (values.length > 65534) return Promise.reject(generic('MAX_PARAMETERS_EXCEEDED', 'Max number of parameters (65534) exceeded'))
+    if (typeof h.options.debug === 'function') h.options.debug(0, text, values, [])
+    const fail = (err: unknown): never => {
+      throw toPostgresError(err, h.endpoint, this.#context(text, values))
+    }
+    if (this.#describe) return h.runner.describe(text).then((d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }), fail)
+    const prepare = this.#kind === 'tagged' ? h.options.prepare : this.#options.prepare === true
+    const statement = statementOf(text, prepare && !this.#simple)
+    const arrays = this.#mode !== 'object'
+    const rowMode = arrays || h.transform.results ? 'array' : 'object'
+    if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch(fail)
+    const g = (this.#group = joinGroup())
+    if (this.#simple) {
+      return h.runner.simpleQuery(text, { rowMode, signal: g.controller.signal }).then(
+        (rs) => {
+          this.#settle(g)
+          const out = rs.map((r) => this.#result(r as CoreResult<unknown>, { ...statement, columns: [] }))
+          return out.length === 1 ? out[0] : out
+        },
+        (err: unknown) => {
+          this.#settle(g)
+          return fail(err)
+        },
+      )
+    }
+    const usePrepared = prepare && !stale.has(text)
+    // One handler each way, which settles the query's cancel group: a pipelined query is cheap enough that each
+    // promise more in its chain shows.
+    return h.runner.query(text, values, g.optionsFor(rowMode, usePrepared)).then(
+      (core) => {
+        this.#settle(g)
+        return this.#result(core, statement)
+      },
+      (err: unknown) => {
+        // A prepared statement a table change broke (its parameter or result types changed): run unnamed, outside a
+        // transaction block, from then on; the error inside one stands, as the block is aborted anyway.
+        if (!(usePrepared && h.retries && isStale(err))) {
+          this.#settle(g)
+          return fail(err)
+        }
+        if (stale.size > 10_000) stale.clear()
+        stale.add(text)
+        return h.runner.query(text, values, g.optionsFor(rowMode, false)).then(
+          (core) => {
+            this.#settle(g)
+            return this.#result(core, statement)
+          },
+          (again: unknown) => {
+            this.#settle(g)
+            // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
+            return fail((again as { code?: unknown }).code === '25P02' ? err : again)
+          },
+        )
+      },
+    )
+  }
+
+  #settle(g: CancelGroup): void {
+    this.#settled = true
+    g.settle()
+  }
+
+  #result(core: CoreResult<unknown>, statement: Statement): unknown {
+    const h = this.#handler
+    const r = toResult(core, h.transform, this.#mode !== 'object', statement)
+    if (this.#mode === 'raw') for (let i = 0; i < r.length; i++) r[i] = (r[i] as unknown[]).map(rawValue)
+    if (this.#forEach !== undefined) {
+      for (const row of r) this.#forEach(row, r)
+      const out = emptyResult(statement, r.command, r.count)
+      out.columns = r.columns
+      return out
+    }
+    return r
+  }
+
+  async #runCursor(text: string, values: unknown[], statement: Statement, rowMode: 'array' | 'object'): Promise<unknown> {
+    const h = this.#handler
+    const { n, fn } = this.#cursor!
+    const cur = h.runner.cursor(text, values, { batchSize: n, rowMode })
+    let command = ''
+    try {
+      for (;;) {
+        const rows = await cur.read()
+        if (rows.length === 0) break
+        const r = toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement)
+        command = 'SELECT'
+        if ((await fn(r, r)) === CLOSE) break
+      }
+    } finally {
+      await cur.close().catch(() => undefined)
+    }
+    return emptyResult(statement, command)
+  }
+
+  async *#iterate(n: number): AsyncGenerator<unknown[], void, undefined> {
+    const h = this.#handler
+    const { text, values } = await this.#statement()
+    const refused = h.refuse(text)
+    if (refused !== undefined) throw refused
+    const statement: Statement = { name: '', string: text, types: [], columns: [] }
+    const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
+    const cur = h.runner.cursor(text, values, { batchSize: n, rowMode })
+    try {
+      for (;;) {
+        let rows: unknown[]
+        try {
+          rows = await cur.read()
+        } catch (err) {
+          throw toPostgresError(err, h.endpoint, this.#context(text, values))
+        }
+        if (rows.length === 0) return
+        yield toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement)
+      }
+    } finally {
+      await cur.close().catch(() => undefined)
+    }
+  }
+}
+Object.defineProperty(PendingQuery.prototype, isFragment, { value: true })
+
+/** A value as postgres.js's raw() gives it: its text form's bytes. */
+function rawValue(v: unknown): Buffer | null {
+  if (v === null || v === undefined) return null
+  if (Buffer.isBuffer(v)) return Buffer.from('\\x' + v.toString('hex'))
+  if (v === true) return Buffer.from('t')
+  if (v === false) return Buffer.from('f')
+  if (v instanceof Date) return Buffer.from(v.toISOString())
+  if (typeof v === 'object') return Buffer.from(JSON.stringify(v))
+  return Buffer.from(String(v))
+}
+
+export { generic }

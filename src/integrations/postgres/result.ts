@@ -1,0 +1,99 @@
+import type { Field, Result as CoreResult } from '../../index.js'
+import type { ColumnInfo, Transform } from './transform.js'
+
+// pipegres's results as postgres.js gives them: the rows array itself, with
+// count, command, columns, statement and state on it. Without a transform
+// the rows pipegres built are kept as they are; with one, each row is built
+// here from pipegres's array rows, keys and values transformed.
+
+export interface Column extends ColumnInfo {
+  parser: undefined
+}
+
+/** A statement as postgres.js describes it. */
+export interface Statement {
+  name: string
+  string: string
+  types: number[]
+  columns: Column[]
+}
+
+/** What postgres.js puts on a result array. */
+export interface ResultMeta {
+  count: number | null
+  command: string
+  columns: Column[]
+  statement: Statement
+  state: { status: string; pid: number | undefined; secret: number | undefined }
+}
+
+export type Result<T = Record<string, unknown>> = T[] & ResultMeta
+
+// A statement's field list is shared by its executions: the columns made of it are kept with it, per transform.
+const columnCache = new WeakMap<readonly Field[], WeakMap<Transform, Column[]>>()
+
+export function columnsOf(fields: readonly Field[], transform: Transform): Column[] {
+  let byTransform = columnCache.get(fields)
+  if (byTransform === undefined) {
+    byTransform = new WeakMap()
+    columnCache.set(fields, byTransform)
+  }
+  let cols = byTransform.get(transform)
+  if (cols === undefined) {
+    const from = transform.column.from
+    cols = fields.map((f) => ({ name: from ? from(f.name) : f.name, type: f.typeOid, table: f.tableOid, number: f.columnNumber, parser: undefined }))
+    byTransform.set(transform, cols)
+  }
+  return cols
+}
+
+const idle = Object.freeze({ status: 'I', pid: undefined, secret: undefined })
+
+/**
+ * Turns a pipegres result into postgres.js's: `rows` are pipegres's rows
+ * (objects, or arrays when `arrays` or a transform asked for them).
+ */
+export function toResult(core: CoreResult<unknown>, transform: Transform, arrays: boolean, statement: Statement): Result<unknown> {
+  const columns = core.fields.length === 0 ? noColumns : columnsOf(core.fields, transform)
+  let rows = core.rows as unknown[]
+  if (transform.results) rows = transformRows(rows as unknown[][], columns, transform, arrays)
+  const r = rows as Result<unknown>
+  r.count = core.rowCount
+  r.command = core.command
+  r.columns = columns
+  if (statement.columns.length === 0 && columns.length > 0) statement.columns = columns
+  r.statement = statement
+  r.state = idle
+  return r
+}
+
+const noColumns: Column[] = []
+
+function transformRows(rows: unknown[][], columns: Column[], t: Transform, arrays: boolean): unknown[] {
+  const value = t.value.from
+  const row = t.row.from
+  const n = columns.length
+  for (let i = 0; i < rows.length; i++) {
+    const src = rows[i]!
+    if (value !== undefined) for (let c = 0; c < n; c++) src[c] = value(src[c], columns[c]!)
+    let out: unknown = src
+    if (!arrays) {
+      const o: Record<string, unknown> = {}
+      for (let c = 0; c < n; c++) o[columns[c]!.name] = src[c]
+      out = o
+    }
+    rows[i] = (row !== undefined ? row(out as Record<string, unknown>) : out) as unknown[]
+  }
+  return rows
+}
+
+/** An empty result with a statement's metadata (what forEach and cursors resolve with). */
+export function emptyResult(statement: Statement, command = '', count: number | null = null): Result<unknown> {
+  const r = [] as unknown as Result<unknown>
+  r.count = count
+  r.command = command
+  r.columns = statement.columns
+  r.statement = statement
+  r.state = idle
+  return r
+}
