@@ -46,8 +46,8 @@ interface Outcome {
   run: Planned
   node: string
   results: RunResults | undefined
-  /** What was loaded, as the processes logged it: `name version`. */
-  loaded: string[]
+  /** What was loaded, as the processes logged it: name → versions. */
+  loaded: Map<string, Set<string>>
   /** Why the run failed besides its tests, if it did. */
   problem: string | undefined
   ms: number
@@ -165,7 +165,7 @@ function versionAt(url: string, name: string): string | undefined {
 }
 
 /** What the run's processes loaded, checked against what it was meant to test. */
-function checkLoaded(run: Planned, dir: string, logFile: string): { loaded: string[]; problem: string | undefined } {
+function checkLoaded(run: Planned, dir: string, logFile: string): { loaded: Map<string, Set<string>>; problem: string | undefined } {
   const records = existsSync(logFile)
     ? readFileSync(logFile, 'utf8')
         .split('\n')
@@ -185,8 +185,7 @@ function checkLoaded(run: Planned, dir: string, logFile: string): { loaded: stri
     if (version !== run.versions.get(r.package)) problems.push(`process ${r.pid} loaded ${r.package} ${version}, not ${run.versions.get(r.package)}`)
   }
   for (const name of run.group.packages) if (!seen.has(name)) problems.push(`no process loaded ${name}: the tests did not run against it`)
-  const loaded = [...seen].map(([name, versions]) => `${name} ${[...versions].join('/')}`)
-  return { loaded, problem: problems.length > 0 ? [...new Set(problems)].slice(0, 5).join('; ') : undefined }
+  return { loaded: seen, problem: problems.length > 0 ? [...new Set(problems)].slice(0, 5).join('; ') : undefined }
 }
 
 async function runOne(run: Planned, index: number, total: number): Promise<Outcome> {
@@ -226,11 +225,12 @@ async function runOne(run: Planned, index: number, total: number): Promise<Outco
     const { loaded, problem } = checkLoaded(run, dir, logFile)
     rmSync(logFile, { force: true })
     rmSync(resultsFile, { force: true })
-    console.log(`=== ${title}: loaded ${loaded.join(', ') || 'nothing of it'}${problem ? `; ${problem}` : ''}`)
+    const said = [...loaded].map(([name, versions]) => `${name} ${[...versions].join('/')}`).join(', ')
+    console.log(`=== ${title}: loaded ${said || 'nothing of it'}${problem ? `; ${problem}` : ''}`)
     return { run, node, results, loaded, problem: problem ?? (code === 0 ? undefined : results ? `exit ${code}` : `exit ${code}, no results`), ms: Date.now() - started }
   } catch (err) {
     console.error(`=== ${title}: ${(err as Error).message}`)
-    return { run, node, results: undefined, loaded: [], problem: (err as Error).message, ms: Date.now() - started }
+    return { run, node, results: undefined, loaded: new Map(), problem: (err as Error).message, ms: Date.now() - started }
   }
 }
 
@@ -242,7 +242,8 @@ function table(outcomes: Outcome[]): string {
     return [
       o.run.group.label,
       o.run.end,
-      describeVersions(o.run.versions),
+      // ✓: a process of the run loaded that very release (the hooks' log); a companion without it was not imported (Prisma's CLI runs as a file).
+      [...o.run.versions].map(([name, v]) => `${name}@${v}${o.loaded.get(name)?.size === 1 && o.loaded.get(name)!.has(v) ? ' ✓' : ''}`).join(', '),
       o.node,
       o.problem === undefined ? 'passed' : 'FAILED',
       String(c.tests ?? '–'),
@@ -259,7 +260,8 @@ function table(outcomes: Outcome[]): string {
       ? []
       : [`  ${o.run.group.label} ${o.run.end}: ${o.problem}`, ...(o.results?.failed ?? []).flatMap((f) => [`    ${f.path} (${f.why})`, ...f.failures.map((t) => `      ${t.test}: ${t.error}`)])],
   )
-  return [fmt(head), ...rows.map(fmt), ...(failures.length > 0 ? ['', 'failures:', ...failures] : [])].join('\n')
+  const legend = '✓: loaded by the run\'s processes, as the module hooks logged it (test/support/peers/loader.ts); nothing of these packages came from elsewhere in a passed run'
+  return [fmt(head), ...rows.map(fmt), legend, ...(failures.length > 0 ? ['', 'failures:', ...failures] : [])].join('\n')
 }
 
 async function main(): Promise<number> {
@@ -285,7 +287,7 @@ async function main(): Promise<number> {
       runs.push(...planned)
     } catch (err) {
       console.error(`${group.label}: ${(err as Error).message}`)
-      outcomes.push({ run: { group, end: 'oldest', versions: new Map() }, node: process.versions.node, results: undefined, loaded: [], problem: (err as Error).message, ms: 0 })
+      outcomes.push({ run: { group, end: 'oldest', versions: new Map() }, node: process.versions.node, results: undefined, loaded: new Map(), problem: (err as Error).message, ms: 0 })
     }
   }
   for (const [i, run] of runs.entries()) outcomes.push(await runOne(run, i + 1, runs.length))
