@@ -5,9 +5,10 @@
 //   npm test                       every test file
 //   npm test -- config unit/wire   files whose path contains "config" or "unit/wire"
 //   npm test -- --tag=matrix       files whose header says `// test-tags: matrix`
-//   npm test -- --target=pglite    only the second runs, against PGlite in process, of the
-//                                  files tagged `// test-tags: pglite` (no server is started);
-//                                  --target=server leaves those runs out
+//   npm test -- --target=pglite    the files tagged `// test-tags: pglite` run against PGlite
+//                                  in process instead of a server (no server is started);
+//                                  --target=all runs them on both (CI's full runs, through
+//                                  npm run test:matrix); --target=server, the default, on the server
 //   npm run test:stress            the files tagged `// test-tags: stress` at their full sizes
 //                                  (--tier=stress; test/support/tier.ts)
 //   npm test -- --exclude=replication
@@ -59,7 +60,7 @@ interface Args {
   excludes: string[]
   nodeFlags: string[]
   tag: keyof FileTags | undefined
-  /** Only the runs against this target; both when undefined. */
+  /** Only the runs against this target; both when undefined (--target=all). */
   target: TestTarget | undefined
   /** The stress tier: only the files tagged stress, at their full sizes. */
   stress: boolean
@@ -70,7 +71,9 @@ function parseArgs(args: string[]): Args {
   const excludes: string[] = []
   const nodeFlags: string[] = []
   let tag: keyof FileTags | undefined
-  let target: TestTarget | undefined
+  // The PGlite runs are a target of their own, as another server would be: `npm test` leaves them to
+  // CI's full runs (scripts/test-matrix.ts passes --target=all), which keeps its two cores for the rest.
+  let target: TestTarget | undefined = 'server'
   let stress = false
   for (const arg of args) {
     if (arg.startsWith('--exclude=')) {
@@ -83,8 +86,8 @@ function parseArgs(args: string[]): Args {
       tag = t as keyof FileTags
     } else if (arg.startsWith('--target=')) {
       const t = arg.slice('--target='.length)
-      if (t !== 'server' && t !== 'pglite') throw new Error(`--target takes server or pglite, not ${JSON.stringify(t)}`)
-      target = t
+      if (t !== 'server' && t !== 'pglite' && t !== 'all') throw new Error(`--target takes server, pglite or all, not ${JSON.stringify(t)}`)
+      target = t === 'all' ? undefined : t
     } else if (arg.startsWith('--tier=')) {
       const t = arg.slice('--tier='.length)
       if (t !== 'stress') throw new Error(`--tier takes stress (the default tier is npm test itself), not ${JSON.stringify(t)}`)

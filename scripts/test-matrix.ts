@@ -76,7 +76,7 @@ function runOne(run: PlannedRun, passThrough: string[], resultsFile: string): Pr
   if (run.sslmode) env.PIPEGRES_TEST_SSLMODE = run.sslmode
   else delete env.PIPEGRES_TEST_SSLMODE
   // The PGlite runs depend on the Node line only, not on the server: the full runs have them.
-  const filters = [...(run.suite === 'matrix' ? ['--tag=matrix', '--target=server'] : []), ...run.exclude.map((x) => `--exclude=${x}`), ...passThrough]
+  const filters = [...(run.suite === 'matrix' ? ['--tag=matrix', '--target=server'] : ['--target=all']), ...run.exclude.map((x) => `--exclude=${x}`), ...passThrough]
   // A full suite is `npm test` itself, the command the README gives (it builds, then runs run-tests.js
   // with these arguments), so that CI runs what a user runs; the matrix subsets run the runner directly.
   const [command, args] = run.suite === 'full' ? ['npm', ['test', '--', ...filters]] : [process.execPath, [join(root, 'build', 'scripts', 'run-tests.js'), ...filters]]
