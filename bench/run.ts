@@ -16,6 +16,8 @@
 //                                        whether a streaming client's peak RSS grows with the data)
 //   --no-pin                             do not pin the server to CPU 0 and the clients to CPU 1
 //   --clients pipegres,pg                only these clients (default: all that are installed)
+//   --first-variants                     only each client's first variant in each workload (its
+//                                        headline way of running it: npm start's short table)
 //   --json <file>                        also write the raw results
 //   --markdown <file>                    also write the report as Markdown (the README's table)
 //   --node <node binary>                 run the Node clients on this Node (default: the one running this
@@ -69,6 +71,7 @@ const rounds = Number(arg('rounds') ?? (quick ? 3 : 5))
 const repeat = Number(arg('repeat') ?? 3)
 const selected = arg('workloads')?.split(',') ?? WORKLOADS.map((w) => w.name)
 const clientsWanted = arg('clients')?.split(',')
+const firstVariants = flag('first-variants')
 const baseline = arg('baseline')
 const sizeOverride = arg('size') === undefined ? undefined : Number(arg('size'))
 const sizeOf = (w: Workload): number => sizeOverride ?? (quick ? w.quickSize : w.size)
@@ -251,6 +254,7 @@ async function main(): Promise<void> {
     if (serverCpus) pinTree(server.pid, serverCpus)
     const target: Target = { host: server.host, port: server.port, user: server.superuser.user, password: server.superuser.password, database: server.database }
     const workloads = WORKLOADS.filter((w) => selected.includes(w.name))
+    if (firstVariants) for (const w of workloads) w.variants = w.variants.filter((v, i) => w.variants.findIndex((o) => o.client === v.client) === i)
     if (baseline !== undefined) {
       const dir = join(baseline, 'build', 'bench')
       if (!existsSync(join(dir, 'clients', 'pipegres.js'))) throw new Error(`--baseline ${baseline}: no build/bench/clients/pipegres.js there (run npm run build:all in that tree first)`)

@@ -127,9 +127,10 @@ async function main(): Promise<void> {
 }
 
 /**
- * The short benchmark: the pipelined and the read workload (W1 and W2 of `npm
- * run bench`), at the quick sizes, whose ranking matched the full run's in the
- * quiet runs the README quotes; three interleaved rounds. On a busy machine it
+ * The short benchmark: the pipelined and the read workload (W2 and W4 of `npm
+ * run bench`), each client's headline variant only, at the quick sizes, whose
+ * ranking matched the full run's in the quiet runs the README quotes; three
+ * interleaved rounds. On a busy machine it
  * measures anyway and marks the disturbed figures (a first look should not refuse).
  */
 const START_WORKLOADS = ['pipelined', 'users-read']
@@ -137,7 +138,7 @@ const START_CLIENTS = ['pipegres', 'pg', 'postgres', 'bun']
 
 function shortBenchmark(): Promise<number> {
   const runner = join(dirname(fileURLToPath(import.meta.url)), '..', 'bench', 'run.js')
-  const args = [runner, '--quick', '--busy-ok', '--workloads', START_WORKLOADS.join(','), '--clients', START_CLIENTS.join(',')]
+  const args = [runner, '--quick', '--busy-ok', '--first-variants', '--workloads', START_WORKLOADS.join(','), '--clients', START_CLIENTS.join(',')]
   console.log('\nA short benchmark, pipegres against pg, postgres.js and Bun\'s SQL (client CPU per row or query is the figure to compare): starting a PostgreSQL of its own...')
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: 'inherit' })
