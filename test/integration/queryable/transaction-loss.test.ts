@@ -73,18 +73,18 @@ async function clientThrough(port: number, extra: object = {}): Promise<Client> 
 describe('timeouts inside transactions', () => {
   test("the client's queryTimeout does not apply to BEGIN and COMMIT", async () => {
     // COMMIT runs a deferred trigger that sleeps past the timeout; BEGIN waits
-    // behind an outside query that takes longer than the timeout too. The
-    // timeout leaves the transaction's own small queries a second, which a
-    // loaded machine needs.
-    const c = await openClient({ queryTimeout: 1000 })
+    // behind an outside query. The transaction's first statement, pipelined
+    // with BEGIN, waits behind that query too, under the timeout: it has 1.2 s
+    // of the 1.5 s left, which a loaded machine needs (with 50 ms it timed out).
+    const c = await openClient({ queryTimeout: 1500 })
     const fn = uniqueName('slow_commit_fn')
     const u = uniqueName('slow_commit')
-    await c.query(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.2); RETURN NULL; END $$`)
+    await c.query(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; END $$`)
     await c.query(`CREATE TABLE ${u} (id int)`)
     await c.query(`CREATE CONSTRAINT TRIGGER slow AFTER INSERT ON ${u} DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ${fn}()`)
     try {
       const tag = uniqueName('slow_commit_tag')
-      const ahead = c.query('SELECT pg_sleep(1.2)', [], { timeout: 10_000 })
+      const ahead = c.query('SELECT pg_sleep(0.3)')
       const tx = c.begin(async (tx) => {
         await tx.query(`INSERT INTO ${u} VALUES (1)`)
         await insert(tx, tag)
