@@ -1,3 +1,4 @@
+// One class, whole: the public query methods of every runner, which share its checks, dispatch and tracing.
 import type { Request } from '../connection/request.js'
 import { makeBatch, type BatchBuilder, type BatchOptions } from './batch.js'
 import type { Batch } from '../query/batch.js'
@@ -39,7 +40,6 @@ export { makeQuery, makeSimpleQuery } from './query-requests.js'
 // What every object that runs queries shares (a client, a transaction, a
 // reserved pool connection, a pool): turning user calls into requests, with the
 // same argument checks and options everywhere, and handing them to a sender.
-
 
 const noop = (): void => {}
 
