@@ -344,7 +344,7 @@ class Feed {
       // The stream's own reconnect cannot resume a temporary slot: close it, and start over on a new slot here.
       const onReconnect = ({ error }: { error: Error }): void => {
         lost ??= error
-        void stream.close()
+        void stream.close().catch(() => undefined)
       }
       try {
         await stream.ready()
@@ -363,7 +363,7 @@ class Feed {
         continue
       }
       if (this.#stopped) {
-        await stream.close()
+        await stream.close().catch(() => undefined)
         break
       }
       stream.on('reconnect', onReconnect)
