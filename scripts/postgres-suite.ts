@@ -2,7 +2,7 @@
 // postgres.js's own test suite against pipegres/postgres. It starts a
 // PostgreSQL 15 of its own (on port 5432 when that is free: a few tests
 // hard-code it), set up as the suite's header asks (its pg_hba.conf lines
-// first, TLS on, wal_level logical, prepared transactions allowed, psql,
+// first, TLS on, wal_level logical, synchronous commits, prepared transactions allowed, psql,
 // createdb and dropdb on PATH), runs the suite's run-suite.sh against the
 // built pipegres/postgres (dist/integrations/postgres/index.js, from `npm run
 // build`), prints its count and fails below the floor.
@@ -55,7 +55,10 @@ for (const tool of ['postgres', 'psql', 'createdb', 'dropdb']) {
 }
 
 stopAllOnSignals()
-const server = await startServer({ binDir, name: 'postgres-suite', port: 5432 })
+// Commits flushed at once, as on a server left at its defaults: the harness's servers commit
+// asynchronously for speed, and a walsender decodes WAL only once it is flushed (up to
+// wal_writer_delay, 200 ms, later), while the suite's subscribe tests give a change 10 ms to arrive.
+const server = await startServer({ binDir, name: 'postgres-suite', port: 5432, settings: { synchronous_commit: 'on' } })
 let code = 1
 try {
   // The suite's own pg_hba.conf lines go first: trust for its plain user and postgres over TCP, md5 and SCRAM for the others.

@@ -8,6 +8,7 @@ import { markShaped, PostgresError, type Endpoint } from './errors.js'
 import { Notifications } from './listen.js'
 import { poolOptions, resolveOptions, type PostgresOptions, type ResolvedOptions } from './options.js'
 import { rootSql, thrownBySocket, type Instance, type Sql } from './sql.js'
+import { Subscriptions } from './subscribe.js'
 import { camel, fromCamel, fromKebab, fromPascal, kebab, pascal, toCamel, toKebab, toPascal } from './transform.js'
 import { arrayOf, customTypes, parseArray, serializeArray, typeOptions, type PostgresType } from './types.js'
 
@@ -15,6 +16,7 @@ export { PostgresError, toPascal, fromPascal, pascal, toCamel, fromCamel, camel,
 export type { PostgresOptions, ResolvedOptions, Sql, PostgresType }
 export type { PendingQuery } from './query.js'
 export type { Result, Statement, Column } from './result.js'
+export type { SubscribeCallback, SubscribeColumn, SubscribeEvent, SubscribeHandle, SubscribeRelation, SubscribeRow } from './subscribe.js'
 
 /** postgres.BigInt: int8 as a JS bigint (pipegres decodes it so itself, exactly). */
 export const BigInt: PostgresType = {
@@ -162,6 +164,7 @@ function postgres(url?: string | PostgresOptions, options?: PostgresOptions): Sq
     options: o,
     endpoint,
     notifications: new Notifications(listenOptions(o), endpoint),
+    subscriptions: new Subscriptions(pool, o, endpoint),
     copies: { active: 0, streams: new Set() },
     ended: false,
     ending: undefined,

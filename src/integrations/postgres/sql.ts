@@ -7,6 +7,7 @@ import type { ResolvedOptions } from './options.js'
 import { captureOrigin, CLOSE, PendingQuery, type Handler, type Runner, type UnsafeOptions } from './query.js'
 import { arrayParam } from './types.js'
 import type { Result } from './result.js'
+import type { SubscribeCallback, SubscribeHandle, Subscriptions } from './subscribe.js'
 
 // The `sql` function and what hangs on it, for the whole instance (a pipegres
 // pool), a reserved connection (sql.reserve()) and a transaction
@@ -20,6 +21,8 @@ export interface Instance {
   readonly options: ResolvedOptions
   readonly endpoint: Endpoint
   readonly notifications: Notifications
+  /** sql.subscribe()'s replication stream, shared by the instance's subscribers. */
+  readonly subscriptions: Subscriptions
   readonly copies: Handler['copies']
   /** Set once sql.end() was called: every later query fails with CONNECTION_ENDED. */
   ended: boolean
@@ -89,6 +92,11 @@ export interface Sql {
   release(): void
   listen(channel: string, fn: (payload: string) => void, onlisten?: () => void): Promise<ListenResult>
   notify(channel: string, payload: string): Promise<Result<any>>
+  /**
+   * Changes of the tables of the `publications` option, as they commit: `pattern` is
+   * `operation[:[schema.]table[=primary key]]` ('*', 'insert', 'update:users', 'delete:public.users=1').
+   */
+  subscribe(pattern: string, fn: SubscribeCallback, onsubscribe?: () => void, onerror?: (err: unknown) => void): Promise<SubscribeHandle>
   end(options?: { timeout?: number | null }): Promise<void>
   close(): Promise<void>
   array(xs: unknown[], type?: number): unknown
@@ -183,6 +191,10 @@ export function rootSql(inst: Instance): Sql {
     reserve: () => reserve(inst),
     end: (o?: { timeout?: number | null }) => end(inst, o),
     close: () => end(inst, { timeout: 0 }),
+    subscribe: async (pattern: unknown, fn: unknown, onsubscribe?: unknown, onerror?: unknown): Promise<SubscribeHandle> => {
+      await refusedWhenBroken(inst)
+      return inst.subscriptions.subscribe(pattern, fn, onsubscribe, onerror)
+    },
   })
   return sql
 }
@@ -317,7 +329,7 @@ async function end(inst: Instance, o: { timeout?: number | null } | undefined): 
   inst.ended = true
   if (inst.ending !== undefined) return inst.ending
   const timeout = typeof o === 'object' && o !== null && typeof o.timeout === 'number' ? o.timeout : undefined
-  const ending = Promise.all([inst.pool.end(), inst.notifications.end()]).then(() => undefined)
+  const ending = Promise.all([inst.pool.end(), inst.notifications.end(), inst.subscriptions.end()]).then(() => undefined)
   inst.ending = ending
   if (timeout === undefined) return ending
   let timer: ReturnType<typeof setTimeout> | undefined

@@ -72,12 +72,16 @@ const allowedNode: Record<Layer, RegExp> = {
 // The only packages an integration may import, each an optional peer dependency of its own subpath.
 const integrationPackages = /^(kysely|drizzle-orm(\/.*)?|@prisma\/driver-adapter-utils|@opentelemetry\/api)$/
 const publicEntry = join(src, 'index.ts')
+// pipegres/replication's Node entry is public too: pipegres/postgres's sql.subscribe() streams
+// through its subscribe() (imported when first called, so that an application that never
+// subscribes loads no walsender), as an application would.
+const replicationEntry = join(src, 'replication.ts')
 
-/** An integration reaches pipegres through its public entry only, or through files of its own subpath. */
+/** An integration reaches pipegres through its public entries only, or through files of its own subpath. */
 function integrationEdge(file: string, target: string): string | undefined {
-  if (target === publicEntry) return undefined
+  if (target === publicEntry || target === replicationEntry) return undefined
   const own = join(src, 'integrations', relative(join(src, 'integrations'), file).split(sep)[0]!)
-  return target.startsWith(own + sep) ? undefined : 'integrations reach pipegres through src/index.ts only'
+  return target.startsWith(own + sep) ? undefined : 'integrations reach pipegres through src/index.ts and src/replication.ts only'
 }
 
 function layerOf(file: string): Layer {
