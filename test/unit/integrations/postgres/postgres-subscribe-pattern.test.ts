@@ -4,7 +4,7 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { parsePattern, publicationNames } from '../../../../src/integrations/postgres/subscribe.js'
+import { parsePattern, publicationNames } from '../../../../src/integrations/postgres/subscribe-pattern.js'
 
 test('a pattern is an operation, then optionally a table (schema public by default) and a key value', () => {
   assert.equal(parsePattern('*'), '*')
