@@ -142,8 +142,9 @@ type RowMaker = new (values: readonly unknown[]) => Record<string, unknown>
  * --disallow-code-generation-from-strings).
  */
 function rowMaker(names: readonly string[]): RowMaker | null {
-  // Unprepared queries get a plan each: the constructors are shared by column names.
-  const key = names.join('\0')
+  // Unprepared queries get a plan each: the constructors are shared by column names. The count
+  // leads the key, or no columns and one column named '' would share the key ''.
+  const key = `${names.length}\0${names.join('\0')}`
   const known = makers.get(key)
   if (known !== undefined) return known
   const body = names.map((name, i) => `this[${JSON.stringify(name)}] = v[${i}]`).join('\n')

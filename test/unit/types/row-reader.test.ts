@@ -103,6 +103,17 @@ test('kept rows throw what object rows throw for every cut, extra byte, wrong co
   assert.deepStrictEqual(plan.kept(inside, 3, 3 + data.length), { a: 'hello', b: 'world' })
 })
 
+test('a row of one column named "" is not made by the constructor of a row with no columns', () => {
+  // Both lists of names join to '': the constructors they share must still tell them apart.
+  const none = new RowPlan([], [])
+  const empty = dataRow([])
+  assert.deepStrictEqual(none.object(empty, 0, empty.length), {})
+  const one = new RowPlan([{ name: '', typeOid: 25 }], [text])
+  const data = dataRow([null])
+  assert.deepStrictEqual(one.object(data, 0, data.length), { '': null })
+  assert.deepStrictEqual(one.kept(data, 0, data.length), { '': null })
+})
+
 test('kept rows equal object rows for any names and values (property)', () => {
   fc.assert(
     fc.property(
