@@ -1,5 +1,5 @@
 // The public API of pipegres, as both main entries export it: src/index.ts
-// (Node, Bun, Deno) and src/workerd.ts (Cloudflare Workers) differ only in the
+// (Node, Bun, Deno) and src/workerd/index.ts (Cloudflare Workers) differ only in the
 // socket transport they install. Nothing else is importable: package.json
 // exports only the entries, so everything under them is free to change.
 // Replication is pipegres/replication (replication-exports.ts): nothing here

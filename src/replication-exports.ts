@@ -1,5 +1,5 @@
 // The public API of pipegres/replication, as both of its entries export it:
-// src/replication.ts (Node, Bun, Deno) and src/replication-workerd.ts
+// src/replication.ts (Node, Bun, Deno) and src/workerd/replication.ts
 // (Cloudflare Workers) differ only in the socket transport they install. It is
 // an entry of its own so that an application that never streams changes does
 // not load, compile or bundle the walsender, the pgoutput decoder and their

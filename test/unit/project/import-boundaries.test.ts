@@ -37,7 +37,8 @@ const allowedLayers: Record<Layer, Layer[]> = {
   // Many lanes: routing, hosts and roles, hooks, the waiting queue, reservations. No replication:
   // pipegres/replication's subscribe(pool) reads the pool's settings through lane/internals.ts.
   pool: ['errors', 'trace', 'protocol', 'config', 'connection', 'types', 'queryable', 'lane'],
-  // The top of src/: the package entries (index.ts, workerd.ts, replication.ts, ...), their export lists and client.ts.
+  // The top of src/: the package entries (index.ts, replication.ts), their export lists and client.ts;
+  // workerd/ holds the entries for Cloudflare Workers (the main one, pipegres/replication's, pipegres/cloudflare).
   face: ['errors', 'sql', 'trace', 'protocol', 'auth', 'config', 'connection', 'types', 'copy', 'query', 'replication', 'queryable', 'lane', 'walsender', 'pool', 'face', 'wire'],
   // The browser-side parser (pipegres/wire) must load in a browser: it shares only
   // the layers that import no node: module (checked by a build against the DOM library).
@@ -87,6 +88,8 @@ function integrationEdge(file: string, target: string): string | undefined {
 function layerOf(file: string): Layer {
   const rel = relative(src, file).split(sep)
   if (rel.length === 1) return rel[0] === 'errors.ts' ? 'errors' : 'face'
+  // The Workers entries are entries like the others, in a folder of their own.
+  if (rel[0] === 'workerd') return 'face'
   const dir = rel[0] as Layer
   if (!(dir in allowedLayers)) throw new Error(`unknown layer directory src/${dir}: add it to the import rules`)
   return dir

@@ -47,15 +47,15 @@ const ON_FIRST_USE = ['auth/scram.js', 'auth/md5.js', 'auth/saslprep-tables.js',
 test('package.json sends the workerd condition of pipegres to the Workers entry', () => {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, Record<string, string>> }
   const main = pkg.exports['.']!
-  assert.equal(main.workerd, './dist/workerd.js')
+  assert.equal(main.workerd, './dist/workerd/index.js')
   assert.equal(main.default, './dist/index.js')
   // Conditions are tried in order: workerd must come before default.
   assert.ok(Object.keys(main).indexOf('workerd') < Object.keys(main).indexOf('default'))
-  assert.equal(pkg.exports['./cloudflare']?.default, './dist/cloudflare.js')
+  assert.equal(pkg.exports['./cloudflare']?.default, './dist/workerd/cloudflare.js')
 })
 
 test('the Workers bundle leaves out the Node-only modules and needs only nodejs_compat modules', async () => {
-  const r = await bundle(join(built, 'workerd.js'), 'workerd')
+  const r = await bundle(join(built, 'workerd', 'index.js'), 'workerd')
   for (const file of NODE_ONLY) assert.ok(!has(r.inputs, file), `the Workers bundle contains ${file}`)
   assert.ok(has(r.inputs, 'connection/cloudflare-socket.js'), 'the Workers bundle has the Cloudflare transport')
   // cloudflare:sockets is loaded by import() of a variable, which no bundler follows: it is not listed.
@@ -76,7 +76,7 @@ test('pipegres/wire bundles for the browser with no runtime module at all', asyn
   assert.ok(!r.inputs.some((i) => /\/src\/(connection|auth|config)\//.test(i)), 'wire pulls in no connection, auth or config code')
 })
 
-for (const [target, entry] of [['node', 'index.js'], ['workerd', 'workerd.js']] as const) {
+for (const [target, entry] of [['node', 'index.js'], ['workerd', 'workerd/index.js']] as const) {
   const connectOnly = `export { connect } from ${JSON.stringify(join(built, entry))}`
 
   test(`a ${target} bundle of connect alone carries no pool, replication, COPY BOTH or SQLSTATE table`, async () => {
@@ -97,11 +97,11 @@ for (const [target, entry] of [['node', 'index.js'], ['workerd', 'workerd.js']] 
 }
 
 test('the main entry imports nothing of src/walsender or src/replication; pipegres/replication does', async () => {
-  for (const [entry, target] of [['index.js', 'node'], ['workerd.js', 'workerd']] as const) {
+  for (const [entry, target] of [['index.js', 'node'], ['workerd/index.js', 'workerd']] as const) {
     const r = await bundle(join(built, entry), target)
     assert.deepEqual(carried(r, ['walsender/', 'replication/']), [], `${entry} bundles replication code`)
   }
-  for (const [entry, target] of [['replication.js', 'node'], ['replication-workerd.js', 'workerd']] as const) {
+  for (const [entry, target] of [['replication.js', 'node'], ['workerd/replication.js', 'workerd']] as const) {
     const r = await bundle(join(built, entry), target)
     assert.ok(has(r.inputs, 'walsender/subscription.js') && has(r.inputs, 'replication/pgoutput.js'), `${entry} bundles the walsender and the decoder`)
     if (target === 'workerd') for (const file of NODE_ONLY) assert.ok(!has(r.inputs, file), `${entry} contains ${file}`)
@@ -126,8 +126,8 @@ function distSources(entry: string): string[] {
   return [...sources].sort()
 }
 
-test('dist/index.js and dist/workerd.js load nothing of src/walsender or src/replication (npm run build)', () => {
-  for (const entry of ['index.js', 'workerd.js']) {
+test('dist/index.js and dist/workerd/index.js load nothing of src/walsender or src/replication (npm run build)', () => {
+  for (const entry of ['index.js', 'workerd/index.js']) {
     const sources = distSources(entry)
     assert.ok(sources.includes('src/client.ts'), `${entry}: the source maps were read`)
     assert.deepEqual(sources.filter((s) => /^src\/(walsender|replication)\//.test(s)), [], entry)
@@ -140,6 +140,6 @@ test('package.json sends pipegres/replication to its entries, the workerd condit
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, Record<string, string>> }
   const entry = pkg.exports['./replication']!
   assert.deepEqual(Object.keys(entry), ['types', 'workerd', 'default'])
-  assert.equal(entry.workerd, './dist/replication-workerd.js')
+  assert.equal(entry.workerd, './dist/workerd/replication.js')
   assert.equal(entry.default, './dist/replication.js')
 })

@@ -3,4 +3,4 @@
 // for code that wants to say so (or to wrap it). It loads cloudflare:sockets on
 // first use, so importing it elsewhere costs nothing until a connection is made.
 
-export { cloudflareStream } from './connection/cloudflare-socket.js'
+export { cloudflareStream } from '../connection/cloudflare-socket.js'

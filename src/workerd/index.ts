@@ -3,14 +3,14 @@
 // (exports.ts) over the runtime's cloudflare:sockets. It leaves out what only
 // Node uses (the node:net and node:tls transport, its shared read buffer, the
 // password file reader, node:os and node:fs), so a Worker bundle does not carry
-// them. The Cloudflare transport by name is pipegres/cloudflare (src/cloudflare.ts).
+// them. The Cloudflare transport by name is pipegres/cloudflare (src/workerd/cloudflare.ts).
 
-import { installSystem, noSystem } from './config/system.js'
-import { cloudflarePlatform } from './connection/cloudflare-platform.js'
-import { installPlatform } from './connection/platform.js'
+import { installSystem, noSystem } from '../config/system.js'
+import { cloudflarePlatform } from '../connection/cloudflare-platform.js'
+import { installPlatform } from '../connection/platform.js'
 
 installPlatform(cloudflarePlatform)
 // No user name, home directory or files: settings come from the connection string and options.
 installSystem(noSystem)
 
-export * from './exports.js'
+export * from '../exports.js'
