@@ -4,7 +4,11 @@
 // the unit files this way: most of them run in well under a second, and as a
 // process each they cost more in Node's start and in loading the sources than
 // in their tests. A file's top-level hooks become its suite's hooks, so they
-// run around its own tests, as they would in a process of its own.
+// run around its own tests, as they would in a process of its own; but every
+// file's top-level code runs as the batch starts, before any test. That is why
+// only unit files are batched: integration files set process-wide state at
+// their top (HOME and the PG* variables, a global tracer provider), which the
+// next file's would overwrite.
 
 import { describe } from 'node:test'
 import { dirname, join } from 'node:path'
