@@ -211,7 +211,7 @@ export class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> imp
 
   /** The server's error for this query becomes its failure, unless the query had given up already (see withinLimits). */
   private failed(x: Exchange, fields: PgErrorFields, err: PgError): void {
-    if ((this.flags & DISCARD) === 0) this.sink.error?.(fields)
+    if ((this.flags & DISCARD) === 0) this.sink.errorResponse?.(fields)
     const gaveUp = x.failure
     if ((this.flags & DISCARD) === 0 || gaveUp === null) x.failure = err
     // The server's query_canceled shows that the query was stopped there.
@@ -260,7 +260,7 @@ export class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> imp
 
   /** A sink that was handed the server's error has shown it: the query cannot be sent again unseen. */
   private get resendable(): boolean {
-    return this.sink.error === undefined
+    return this.sink.errorResponse === undefined
   }
 
   /** The session of the connection this request was written on. */

@@ -56,7 +56,7 @@ export class RawSink implements RowSink {
     this.consumer.message(buf, start, end)
   }
 
-  error(fields: PgErrorFields): void {
+  errorResponse(fields: PgErrorFields): void {
     this.consumer.error(fields)
   }
 

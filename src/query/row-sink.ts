@@ -86,7 +86,7 @@ export interface RowSink<T = Result<unknown>> {
   /** A batch of a row-limited portal is complete (PortalSuspended); complete() ends the last. */
   suspended?(): void
   /** The server's error, while the rows are still wanted. A sink that sees it makes the query one that is never sent again. */
-  error?(fields: PgErrorFields): void
+  errorResponse?(fields: PgErrorFields): void
   /** Set for a sink that passes bytes on: called after every socket chunk (see Request.chunkEnd) and before the request settles. */
   readonly chunkEnd?: (() => void) | undefined
   /** Rows are copied as they arrive: nothing keeps views of the socket's reads, whatever the row mode. */
