@@ -1,3 +1,6 @@
+// One state machine, kept whole (why it runs past 500 lines): every reply of the extended
+// protocol is checked here against the step it may come at, for every sink and policy.
+
 import { AbortError, ArgumentError, ParameterError, PgError, ProtocolError, ResultLimitError, type PgErrorFields } from '../errors.js'
 import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
