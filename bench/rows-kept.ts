@@ -8,7 +8,7 @@ import { decodeRowDescription } from '../src/protocol/backend.js'
 import { Framer, type MessageSink } from '../src/protocol/framer.js'
 import { Backend } from '../src/protocol/message-codes.js'
 import { Writer } from '../src/protocol/writer.js'
-import type { ExtendedQuery } from '../src/query/extended-query.js'
+import type { ExtendedRequest } from '../src/query/extended-request.js'
 import { Session } from '../src/query/session.js'
 import { makeQuery, type QueryDefaults } from '../src/queryable/queryable.js'
 import { TypeCatalog } from '../src/types/catalog.js'
@@ -59,7 +59,7 @@ class Wire implements RequestContext, MessageSink {
     }
     this.attachment = new Session(catalog, view, prepare, DEFAULT_STATEMENT_CACHE_SIZE, lookup, () => 18, lookup, lookup)
   }
-  write(req: ExtendedQuery, awaitReplies: boolean): void {
+  write(req: ExtendedRequest, awaitReplies: boolean): void {
     req.encode(this.writer, this)
     if (awaitReplies) this.inflight.push(req)
   }

@@ -18,7 +18,7 @@ import type { CustomType } from './types/custom.js'
 export type { ClientOptions } from './queryable/client-options.js'
 export type { QueryOptions, SimpleQueryOptions } from './queryable/queryable.js'
 export type { Result, Row, Field } from './query/result.js'
-export type { RowMode } from './query/extended-query.js'
+export type { RowMode } from './query/result.js'
 
 export interface ClientEvents {
   notice: [notice: PgNotice]

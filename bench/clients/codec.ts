@@ -5,7 +5,7 @@ import { decodeRowDescription } from '../../src/protocol/backend.js'
 import { Framer, type MessageSink } from '../../src/protocol/framer.js'
 import { Backend } from '../../src/protocol/message-codes.js'
 import { Writer } from '../../src/protocol/writer.js'
-import type { ExtendedQuery } from '../../src/query/extended-query.js'
+import type { ExtendedRequest } from '../../src/query/extended-request.js'
 import { Session } from '../../src/query/session.js'
 import { makeQuery, type QueryDefaults } from '../../src/queryable/queryable.js'
 import { TypeCatalog } from '../../src/types/catalog.js'
@@ -63,7 +63,7 @@ class Wire implements RequestContext, MessageSink {
   }
 
   /** Connection.write: encoded at the end of what is gathered, which goes out once big enough. */
-  write(req: ExtendedQuery, awaitReplies: boolean): void {
+  write(req: ExtendedRequest, awaitReplies: boolean): void {
     req.encode(this.writer, this)
     // Encode-only queries never hear back; keeping them would only hold memory.
     if (awaitReplies) this.inflight.push(req)
@@ -307,9 +307,9 @@ async function encode(task: Task): Promise<Measurement> {
   wire.write(makeQuery(wire.defaults, c.text, values[0]!, undefined), false)
   const formats = bindFormats(wire.flush()).join('')
   // Queries are made untimed: what is measured is their encoding.
-  let queries: ExtendedQuery[] = []
+  let queries: ExtendedRequest[] = []
   const make = async (): Promise<void> => {
-    queries = new Array<ExtendedQuery>(n)
+    queries = new Array<ExtendedRequest>(n)
     for (let i = 0; i < n; i++) queries[i] = makeQuery(wire.defaults, c.text, values[i % values.length]!, undefined)
   }
   return measure(

@@ -38,50 +38,35 @@ export const enum Step {
 
 type Done = (err?: Error | null) => void
 
-/** Shared by both directions: what the Query's replies may be (the promise and aborts are SettlingRequest's). */
-export abstract class CopyRequest extends SettlingRequest<CopyOutcome, RequestContext> implements Request {
-  protected step = Step.Sent
-  protected failure: Error | null = null
-  protected rowCount = 0
-  protected command = ''
+/**
+ * The replies to a COPY's Query other than its own copy data, kept for a
+ * request of either direction (CopyIn, CopyOut), which holds one: the
+ * statement's outcome and failure, where the COPY is, and the replies of
+ * statements in the same text that are not this COPY, consumed while the
+ * request fails.
+ */
+export class CopyReplies {
+  step = Step.Sent
+  failure: Error | null = null
+  rowCount = 0
+  command = ''
   /** Inside the replies of a statement that returns rows (not a COPY). */
   private rows = false
   /** Inside a COPY TO STDOUT that this request did not ask for. */
   private strayOut = false
 
-  constructor(readonly text: string) {
-    super(null)
-  }
+  constructor(
+    /** What the statement was expected to be, for errors: 'COPY ... FROM STDIN'. */
+    readonly expected: string,
+    readonly method: string,
+  ) {}
 
-  /** The connection this request was written to, or null before. */
-  protected get ctx(): RequestContext | null {
-    return this.x
-  }
-
-  /**
-   * Never written again after a lost connection: a COPY's data went out
-   * behind its Query, and cannot be sent again.
-   */
-  override rewind(): boolean {
-    return false
-  }
-
-  /** What the statement was expected to be, for errors: 'COPY ... FROM STDIN'. */
-  protected abstract readonly expected: string
-  protected abstract readonly method: string
-
-  encode(w: Writer, ctx: RequestContext): void {
-    this.x = ctx
-    writeQuery(w, this.text)
-    ctx.holdWriter(this)
-  }
-
-  protected violation(type: number): never {
+  violation(type: number): never {
     throw new ProtocolError(`server sent ${backendMessageName(type)} where a reply to ${this.expected} could not contain it`)
   }
 
   /** Replies of statements that are not this request's COPY: consumed, and the request fails. */
-  protected other(type: number, buf: Uint8Array, start: number, end: number): void {
+  other(ctx: RequestContext, type: number, buf: Uint8Array, start: number, end: number): void {
     switch (type) {
       case Backend.RowDescription:
         if (this.rows || this.strayOut) this.violation(type)
@@ -118,7 +103,7 @@ export abstract class CopyRequest extends SettlingRequest<CopyOutcome, RequestCo
         if (this.rows || this.strayOut) this.violation(type)
         // A COPY FROM STDIN we have no data for: end it at once (nothing
         // else can have been written since, the writer being held).
-        this.ctx!.writeNow((w) => writeCopyFail(w, `${this.method} runs one ${this.expected} statement`))
+        ctx.writeNow((w) => writeCopyFail(w, `${this.method} runs one ${this.expected} statement`))
         this.notCopy('another COPY FROM STDIN')
         return
       default:
@@ -130,59 +115,29 @@ export abstract class CopyRequest extends SettlingRequest<CopyOutcome, RequestCo
     this.failure ??= new ArgumentError(`${this.method} needs exactly one ${this.expected} statement; the server answered with ${what}`)
   }
 
-  /** Handles ReadyForQuery; returns true when it was one. */
-  protected ready(type: number): boolean {
-    if (type !== Backend.ReadyForQuery) return false
-    if (this.step === Step.Copying || this.step === Step.CopyDone || this.rows || this.strayOut) this.violation(type)
+  /** ReadyForQuery, where it may come: the request settles now. */
+  ready(): void {
+    if (this.step === Step.Copying || this.step === Step.CopyDone || this.rows || this.strayOut) this.violation(Backend.ReadyForQuery)
     this.step = Step.Done
-    this.ctx?.releaseWriter(this)
-    if (this.failure !== null) this.rejectWith(this.failure)
-    else this.resolveWith({ command: this.command, rowCount: this.rowCount, fields: this.fields() })
-    return true
   }
 
-  protected fields(): FieldDescription[] {
-    return []
+  /** The outcome of a COPY that did not fail. */
+  outcome(fields: FieldDescription[]): CopyOutcome {
+    return { command: this.command, rowCount: this.rowCount, fields }
   }
 
-  abstract handle(type: number, buf: Uint8Array, start: number, end: number): boolean
-
+  /** The server's error: it has left copy mode and skips the rest of the query string. */
   error(fields: PgErrorFields): void {
     if (this.step === Step.Done) throw new ProtocolError('server sent ErrorResponse after a COPY had completed')
     this.failure ??= new PgError(fields)
-    // The server has left copy mode and skips the rest of the query string.
     this.step = Step.After
     this.rows = false
     this.strayOut = false
-    this.stopped()
   }
 
-  /** The server has left copy mode (an error): no more data goes out. */
-  protected stopped(): void {}
-
-  fail(err: Error, _sent: boolean): void {
-    this.ctx?.releaseWriter(this)
-    this.rejectWith(err)
-  }
-
-  protected override rejectWith(err: Error): void {
-    if (this.settled) return
-    this.failure ??= err
-    super.rejectWith(err)
-    this.stopped()
-  }
-
-  get finished(): boolean {
-    return this.settled
-  }
-
-  protected session(): Session {
-    return this.ctx!.attachment as Session
-  }
-
-  protected completed(buf: Uint8Array, start: number, end: number): void {
+  completed(session: Session, buf: Uint8Array, start: number, end: number): void {
     const tag = decodeCommandComplete(buf, start, end)
-    this.session().commandCompleted(tag)
+    session.commandCompleted(tag)
     const { command, rowCount } = parseCommandTag(tag)
     this.command = command
     this.rowCount = rowCount ?? 0
@@ -190,11 +145,12 @@ export abstract class CopyRequest extends SettlingRequest<CopyOutcome, RequestCo
   }
 }
 
-/**
- * COPY ... FROM STDIN: the Query, then the caller's data as CopyData messages,
- * then CopyDone (or CopyFail to abort). Data may go out before the server's
- * CopyInResponse: if the statement fails first, the server drops it.
- */
+/** Writes a COPY's Query; the writer is held until its ReadyForQuery (see the top of this file). */
+export function writeCopyQuery(w: Writer, ctx: RequestContext, text: string, holder: object): void {
+  writeQuery(w, text)
+  ctx.holdWriter(holder)
+}
+
 /**
  * COPY data chunks of at least this many bytes are written behind their
  * message header instead of being copied into the write buffer: the copy (and,
@@ -225,9 +181,13 @@ function writeChunks(ctx: RequestContext, chunks: readonly Uint8Array[]): void {
   if (from < chunks.length) ctx.writeNow((w) => copied(w, chunks.length))
 }
 
-export class CopyIn extends CopyRequest {
-  protected readonly expected = 'COPY ... FROM STDIN'
-  protected readonly method = 'copyFrom()'
+/**
+ * COPY ... FROM STDIN: the Query, then the caller's data as CopyData messages,
+ * then CopyDone (or CopyFail to abort). Data may go out before the server's
+ * CopyInResponse: if the statement fails first, the server drops it.
+ */
+export class CopyIn extends SettlingRequest<CopyOutcome, RequestContext> implements Request {
+  private readonly r = new CopyReplies('COPY ... FROM STDIN', 'copyFrom()')
   /** CopyDone or CopyFail is written (or owed, before the Query is): no more data. */
   private ended = false
   /** Data given before the request was written, with the callers to tell once it is. */
@@ -255,12 +215,25 @@ export class CopyIn extends CopyRequest {
     this.send(null, fill, done)
   }
 
+  constructor(readonly text: string) {
+    super(null)
+  }
+
+  /** Never written again after a lost connection: its data went out behind its Query, and cannot be sent again. */
+  override rewind(): boolean {
+    return false
+  }
+
+  get finished(): boolean {
+    return this.settled
+  }
+
   private send(chunks: readonly Uint8Array[] | null, fill: ((w: Writer) => void) | null, done: Done): void {
-    if (this.ended || this.settled || this.step >= Step.After) {
+    if (this.ended || this.settled || this.r.step >= Step.After) {
       done(this.over())
       return
     }
-    const ctx = this.ctx
+    const ctx = this.x
     if (ctx === null) {
       this.early.push({ chunks, fill, done })
       return
@@ -292,9 +265,9 @@ export class CopyIn extends CopyRequest {
 
   /** Ends the data with CopyDone; `done` is called once the server has confirmed (or refused) the COPY. */
   end(done: Done): void {
-    if (!this.ended && !this.settled && this.step < Step.After) {
+    if (!this.ended && !this.settled && this.r.step < Step.After) {
       this.ended = true
-      if (this.ctx !== null) this.ctx.writeNow(writeCopyDone)
+      if (this.x !== null) this.x.writeNow(writeCopyDone)
     }
     this.promise.then(
       () => done(),
@@ -308,15 +281,16 @@ export class CopyIn extends CopyRequest {
    * is cancelled). The request rejects with the abort's error.
    */
   protected override stop(ctx: RequestContext): void {
-    if (!this.ended && this.step < Step.After) {
+    if (!this.ended && this.r.step < Step.After) {
       this.ended = true
       const err = this.abortError!
       ctx.writeNow((w) => writeCopyFail(w, err.message.replaceAll('\0', ' ')))
-    } else if (this.step < Step.After) ctx.requestCancel(this)
+    } else if (this.r.step < Step.After) ctx.requestCancel(this)
   }
 
-  override encode(w: Writer, ctx: RequestContext): void {
-    super.encode(w, ctx)
+  encode(w: Writer, ctx: RequestContext): void {
+    this.x = ctx
+    writeCopyQuery(w, ctx, this.text, this)
     const early = this.early
     this.early = []
     for (const e of early) {
@@ -338,26 +312,50 @@ export class CopyIn extends CopyRequest {
   }
 
   handle(type: number, buf: Uint8Array, start: number, end: number): boolean {
+    const r = this.r
     switch (type) {
       case Backend.CopyInResponse:
-        if (this.step !== Step.Sent) break
+        if (r.step !== Step.Sent) break
         decodeCopyResponse(buf, start, end, 'CopyInResponse')
-        this.step = Step.Copying
+        r.step = Step.Copying
         return false
       case Backend.CommandComplete:
-        if (this.step !== Step.Copying) break
+        if (r.step !== Step.Copying) break
         if (!this.ended) throw new ProtocolError('server completed a COPY FROM STDIN before the data was ended')
-        this.completed(buf, start, end)
+        r.completed(this.x!.attachment as Session, buf, start, end)
         return false
+      case Backend.ReadyForQuery:
+        r.ready()
+        this.x?.releaseWriter(this)
+        if (r.failure !== null) this.rejectWith(r.failure)
+        else this.resolveWith(r.outcome([]))
+        return true
       default:
-        if (this.ready(type)) return true
-        if (this.step === Step.Copying) this.violation(type)
+        if (r.step === Step.Copying) r.violation(type)
     }
-    this.other(type, buf, start, end)
+    r.other(this.x!, type, buf, start, end)
     return false
   }
 
-  protected override stopped(): void {
+  error(fields: PgErrorFields): void {
+    this.r.error(fields)
+    this.stopped()
+  }
+
+  fail(err: Error, _sent: boolean): void {
+    this.x?.releaseWriter(this)
+    this.rejectWith(err)
+  }
+
+  protected override rejectWith(err: Error): void {
+    if (this.settled) return
+    this.r.failure ??= err
+    super.rejectWith(err)
+    this.stopped()
+  }
+
+  /** The server has left copy mode (an error) or the request settled: no more data goes out, and waiting writers are told. */
+  private stopped(): void {
     this.ended = true
     const early = this.early
     const draining = this.draining
@@ -371,7 +369,7 @@ export class CopyIn extends CopyRequest {
   }
 
   private over(): Error {
-    return this.failure ?? this.abortError ?? new ArgumentError('the COPY has already ended: no more data can be written')
+    return this.r.failure ?? this.abortError ?? new ArgumentError('the COPY has already ended: no more data can be written')
   }
 }
 

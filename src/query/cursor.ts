@@ -1,7 +1,7 @@
 import type { RequestContext } from '../connection/request.js'
 import { rejectionAtCaller } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
-import type { CursorQuery } from './cursor-query.js'
+import type { ExtendedRequest } from './extended-request.js'
 import { FirstRead } from './first-read.js'
 import type { Field, Result, Row } from './result.js'
 
@@ -36,7 +36,7 @@ export class Cursor<R = Row> implements AsyncIterable<R[]> {
   private ready: R[][] = []
   private last = false
   private waiter: { resolve: (rows: R[]) => void; reject: (e: Error) => void } | null = null
-  private source = new FirstRead<CursorQuery>(null, noop)
+  private source = new FirstRead<ExtendedRequest>(null, noop)
   private failure: Error | null = null
   private total = 0
 
@@ -49,12 +49,12 @@ export class Cursor<R = Row> implements AsyncIterable<R[]> {
   }
 
   /** @internal */
-  bind(req: CursorQuery | null, send: (req: CursorQuery) => void, error: Error | null): void {
+  bind(req: ExtendedRequest | null, send: (req: ExtendedRequest) => void, error: Error | null): void {
     this.source = new FirstRead(req, send)
     this.failure = error
   }
 
-  private get req(): CursorQuery | null {
+  private get req(): ExtendedRequest | null {
     return this.source.req
   }
 

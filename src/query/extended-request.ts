@@ -1,15 +1,20 @@
-import { ArgumentError, ParameterError, PgError, ProtocolError, ResultLimitError, type PgErrorFields } from '../errors.js'
+// One state machine, kept whole (why it runs past 500 lines): every reply of the extended
+// protocol is checked here against the step it may come at, for every sink and policy.
+
+import { AbortError, ArgumentError, ParameterError, PgError, ProtocolError, ResultLimitError, type PgErrorFields } from '../errors.js'
 import { copyBytes } from '../protocol/reader.js'
 import type { Request, RequestContext } from '../connection/request.js'
 import { decodeCommandComplete, decodeParameterDescription, decodeRowDescription, type FieldDescription } from '../protocol/backend.js'
-import { writeBind, writeDescribe, writeExecuteSync, writeFlush, writeParse, writeSync } from '../protocol/frontend.js'
+import { writeBind, writeClose, writeDescribe, writeExecute, writeExecuteSync, writeFlush, writeParse, writeSync } from '../protocol/frontend.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
 import { SettlingRequest } from './settling-request.js'
 import { checkCount, checkText, needsTypes, presize, writeParam } from './binder.js'
-import { passedLimit, refuseCopy } from './exchange-rules.js'
-import { BIND_DEFERRED, CLOSING, DESCRIBING, DISCARD, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, REPARSE, Step, UNSYNCED, type QuerySettings, type ResultLimits } from './exchange.js'
-import { noNotices, parseCommandTag, type Result } from './result.js'
+import { collectSink, columnsSink, keepRow } from './collect-sink.js'
+import { allBinary, binaryPlan } from './describe-cache.js'
+import { BIND_DEFERRED, CLOSING, DESCRIBING, DISCARD, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, passedLimit, refuseCopy, REPARSE, SETTLED, Step, UNSYNCED, type QuerySettings, type ResultLimits } from './exchange.js'
+import type { Result } from './result.js'
+import { describedFirst, runToEnd, type ExecutionPolicy, type RowSink, type RowSource } from './row-sink.js'
 import { namedStatementsSurvive, sessionOf, type Session } from './session.js'
 import { cacheableText, makeShape, StatementFault, statementFailed, statementKey, StatementState } from './statement-cache.js'
 
@@ -22,9 +27,11 @@ const IDLE = 0x49
  * One statement in the extended protocol, as a request the connection can
  * pipeline: [Parse + Describe S the first time] Bind, [Describe P without a
  * named statement], Execute, Sync; then, behind its own Sync, Close + Sync
- * for any statements the cache evicted. Subclasses decide what becomes of
- * the rows (collected into a result, streamed, read by a cursor, passed on
- * undecoded); this class keeps the exchange with the server.
+ * for any statements the cache evicted. Every way of reading a result is this
+ * one exchange with a different sink (where the rows go: collected, streamed,
+ * read by a cursor, passed on undecoded, shared, described, part of a batch)
+ * and execution policy (see row-sink.ts); this class keeps the exchange with
+ * the server and its rules.
  *
  * Parameters are encoded by the types the server gave in ParameterDescription
  * (binary where the codec can), except on the first execution, which is bound
@@ -34,56 +41,112 @@ const IDLE = 0x49
  * execution is described before it is bound: it holds back the requests behind
  * it for that one round trip.
  */
-export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> implements Request {
-  protected readonly values: readonly unknown[]
-  /** Lazy rows keep views of their reads: see Request.keepsReads. */
-  readonly keepsReads: boolean
+export class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> implements Request, RowSource {
+  readonly values: readonly unknown[]
 
   constructor(
     readonly text: string,
     values: readonly unknown[],
-    protected readonly settings: QuerySettings,
+    readonly settings: QuerySettings,
     /** Parameter types given with typed(), or null. */
     declared: number[] | null,
+    readonly sink: RowSink<T>,
+    readonly policy: ExecutionPolicy,
   ) {
     super(declared)
     this.values = values
-    this.keepsReads = settings.rowMode === 'lazy'
   }
 
-  // --- What a way of consuming the result decides --------------------------
-
-  /**
-   * Rows that are decoded as they arrive cannot wait for a type lookup: the
-   * statement is described, and its types learned, before it is bound.
-   */
-  protected get describeFirst(): boolean {
-    return false
+  /** query(): the rows collected into the result (as rows, or as columns for rowMode 'columns'). */
+  static query(text: string, values: readonly unknown[], settings: QuerySettings, declared: number[] | null): ExtendedRequest {
+    // Columns are typed arrays only for binary results: the statement is described before its first execution is bound.
+    if (settings.rowMode === 'columns') return new ExtendedRequest(text, values, settings, declared, columnsSink, describedFirst)
+    return new ExtendedRequest(text, values, settings, declared, collectSink, runToEnd)
   }
+
+  /** Lazy rows keep views of their reads: see Request.keepsReads. */
+  get keepsReads(): boolean {
+    return this.settings.rowMode === 'lazy' && this.sink.copiesRows !== true
+  }
+
+  /** See Request.chunkEnd: only for a sink that passes bytes on. */
+  get chunkEnd(): (() => void) | undefined {
+    return this.sink.chunkEnd
+  }
+
+  /** Its rows are collected into its result (query(), not a stream, cursor or raw pass-through). */
+  get collects(): boolean {
+    const sink: RowSink<unknown> = this.sink
+    return sink === collectSink || sink === columnsSink
+  }
+
+  get declared(): number[] | null {
+    return this.extra?.declared ?? null
+  }
+
+  /** The exchange, once written (or attached by its batch); null before. */
+  get exchange(): Exchange | null {
+    return this.x
+  }
+
+  /** A batch's statement: the exchange starts afresh on `ctx`, the batch writing the messages (see BatchStatement). */
+  attach(ctx: RequestContext): Exchange {
+    const x = new Exchange(ctx)
+    this.x = x
+    this.flags = 0
+    return x
+  }
+
+  /** Made ready to be written again, on whatever connection (a batch being sent again). */
+  detach(): void {
+    this.x = null
+    this.flags = 0
+  }
+
+  // --- What the sink and the policy decide --------------------------------
 
   /** Result formats to ask for in Bind. */
-  protected resultFormats(_fields: readonly FieldDescription[], preferred: number[]): number[] {
-    return preferred
+  private resultFormats(fields: readonly FieldDescription[], preferred: number[]): number[] {
+    const sink = this.sink
+    return sink.formats !== undefined ? sink.formats(fields) : preferred
   }
 
-  /** What follows Bind: Execute and Sync. */
-  protected writeTail(w: Writer, _ctx: RequestContext): void {
+  /** What follows Bind: Execute and Sync, unless the policy says otherwise. */
+  private writeTail(w: Writer, ctx: RequestContext): void {
+    const policy = this.policy
+    if (policy.rowLimit > 0) {
+      // A row-limited portal: a batch at a time, without a Sync (it would end the portal), the writer held until it ends.
+      writeExecute(w, '', policy.rowLimit)
+      writeFlush(w)
+      this.flags |= EXECUTING | UNSYNCED
+      ctx.holdWriter(this)
+      return
+    }
+    if (policy.describePortal) writeDescribe(w, 'P', '')
     writeExecuteSync(w)
   }
 
-  /** False when no Sync may follow this request's own (a cursor's portal would end). */
-  protected get closesEvicted(): boolean {
-    return true
+  /** Rows may follow, in these columns. */
+  private rowsBegin(x: Exchange, fields: FieldDescription[]): void {
+    x.fields = fields
+    x.step = Step.Rows
+    this.sink.begin(this, x)
   }
 
-  /** The portal's RowDescription, before rowsBegin(), for a consumer that passes messages on. */
-  protected portalDescription(_buf: Uint8Array, _start: number, _end: number): void {}
-
-  /** Rows may follow, in these columns. */
-  protected abstract rowsBegin(x: Exchange, fields: FieldDescription[]): void
-
-  /** One DataRow, its body [start, end) in buf. */
-  protected abstract row(x: Exchange, buf: Uint8Array, start: number, end: number): void
+  /**
+   * One DataRow on its way to the sink: dropped once the rows are not
+   * wanted, counted against the result limits. The default sink's rows are
+   * kept by a direct call, not through the sink: the hot path of query()
+   * stays monomorphic however many kinds of sink a process uses.
+   */
+  private deliver(x: Exchange, buf: Uint8Array, start: number, end: number): void {
+    if ((this.flags & DISCARD) !== 0) return
+    const limits = this.settings.limits
+    if (limits !== undefined && !this.withinLimits(x, limits, end - start)) return
+    const sink = this.sink
+    if ((sink as RowSink<unknown>) === collectSink) keepRow(x, this.settings.rowMode, buf, start, end)
+    else sink.row(this, x, buf, start, end)
+  }
 
   /**
    * Counts a row against the query's limits; false once the result has
@@ -91,7 +154,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
    * rows are dropped, and it is cancelled on the server: a limit never
    * truncates a result silently.
    */
-  protected withinLimits(x: Exchange, limits: ResultLimits, size: number): boolean {
+  private withinLimits(x: Exchange, limits: ResultLimits, size: number): boolean {
     const passed = passedLimit(x, limits, size)
     if (passed === null) return true
     x.failure = passed
@@ -101,54 +164,154 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     return false
   }
 
-  /** Stops the query on the server: its rows are not wanted any more. */
-  protected halt(x: Exchange): void {
-    x.ctx.requestCancel(this)
+  /** See RowSource.giveUp: a decoding failure of rows read as they arrive. */
+  giveUp(x: Exchange, err: Error): void {
+    x.failure ??= err
+    this.flags |= DISCARD
+    this.halt(x)
+  }
+
+  /** See RowSource.dropRows. */
+  dropRows(): void {
+    this.flags |= DISCARD
+  }
+
+  /**
+   * Stops the query on the server: its rows are not wanted any more. A
+   * cursor between batches has nothing running there to cancel (a
+   * CancelRequest would be ignored): its portal is simply closed.
+   */
+  private halt(x: Exchange): void {
+    const sink = this.sink
+    if (sink.halt !== undefined) sink.halt(x)
+    else if (this.policy.rowLimit > 0 && x.step === Step.Rows && (this.flags & EXECUTING) === 0) this.closeCursor()
+    else x.ctx.requestCancel(this)
   }
 
   /** CommandComplete or EmptyQueryResponse arrived (x.tag is set for the former). */
-  protected completed(_x: Exchange, _buf: Uint8Array, _start: number, _end: number): void {}
+  private completed(x: Exchange, buf: Uint8Array, start: number, end: number): void {
+    if (this.policy.rowLimit > 0) {
+      // The portal is exhausted: Sync ends it, and the writer is free again.
+      this.flags &= ~(EXECUTING | UNSYNCED)
+      if ((this.flags & CLOSING) !== 0) {
+        // Close + Sync are on their way already.
+        x.step = Step.CursorClosing
+        return
+      }
+      x.ctx.writeNow(writeSync)
+      x.ctx.releaseWriter(this)
+    }
+    if ((this.flags & DISCARD) === 0) this.sink.complete(this, x, buf, start, end)
+  }
 
-  /** PortalSuspended: only a cursor executes with a row limit. */
-  protected suspended(_x: Exchange): void {
-    this.violation(Backend.PortalSuspended)
+  /** PortalSuspended: a batch of a row-limited portal is complete (handle() lets it in only then). */
+  private suspended(x: Exchange): void {
+    this.flags &= ~EXECUTING
+    if ((this.flags & CLOSING) !== 0) x.step = Step.CursorClosing
+    else if ((this.flags & DISCARD) !== 0) this.closeCursor()
+    else this.sink.suspended?.()
   }
 
   /** The server's error for this query becomes its failure, unless the query had given up already (see withinLimits). */
-  protected failed(x: Exchange, _fields: PgErrorFields, err: PgError): void {
+  private failed(x: Exchange, fields: PgErrorFields, err: PgError): void {
+    if ((this.flags & DISCARD) === 0) this.sink.errorResponse?.(fields)
     const gaveUp = x.failure
     if ((this.flags & DISCARD) === 0 || gaveUp === null) x.failure = err
     // The server's query_canceled shows that the query was stopped there.
     else if (gaveUp instanceof ResultLimitError && gaveUp.cause === undefined) Object.defineProperty(gaveUp, 'cause', { value: err, configurable: true, writable: true })
+    // A portal's Execute ended with the error.
+    this.flags &= ~EXECUTING
   }
 
-  /** Abandoned while written: the server is asked to stop it. */
+  /** Abandoned while written: the server is asked to stop it; a consumer's rows are dropped meanwhile. */
   protected override stop(x: Exchange): void {
+    if (this.sink.streams) this.flags |= DISCARD
     this.halt(x)
   }
 
-  /** At ReadyForQuery: settles the promise with what was gathered, once a type lookup it started is over. */
-  protected finish(x: Exchange): void {
+  /** At ReadyForQuery: settles with what was gathered, once a type lookup it started is over. */
+  finish(x: Exchange): void {
+    // What a pass-through sink gathered is written out before the caller hears the end.
+    this.sink.chunkEnd?.()
     if (x.typesLookup === null) this.settle(x)
     else void x.typesLookup.then(() => this.settleAfterLookup(x))
   }
 
-  /** The catalog knows what the lookup could learn. */
-  protected settleAfterLookup(x: Exchange): void {
+  /** Decodes the rows held for a type lookup, now that the catalog knows what it could learn. */
+  private settleAfterLookup(x: Exchange): void {
+    const held = x.held
+    if (held !== null) {
+      x.held = null
+      const view = this.settings.view
+      try {
+        x.plan = x.formats === allBinary ? binaryPlan(x.fields, view) : view.plan(x.fields, x.formats)
+      } catch (err) {
+        x.failure ??= err as Error
+      }
+      if (x.failure === null) {
+        for (const raw of held) {
+          try {
+            this.deliver(x, raw, 0, raw.length)
+          } catch (err) {
+            x.failure ??= err as Error
+          }
+        }
+      }
+    }
     this.settle(x)
   }
 
-  /** False for a consumer that has seen the error already: it cannot be sent again. */
-  protected get resendable(): boolean {
-    return true
+  /** A sink that was handed the server's error has shown it: the query cannot be sent again unseen. */
+  private get resendable(): boolean {
+    return this.sink.errorResponse === undefined
   }
 
   /** The session of the connection this request was written on. */
-  protected get session(): Session {
+  get session(): Session {
     return sessionOf(this.x!.ctx)
   }
 
+  // --- A row-limited portal (cursor()) --------------------------------------
+
+  /** Asks for the next batch. */
+  more(): void {
+    const x = this.x
+    if (x === null || x.step !== Step.Rows || (this.flags & (EXECUTING | CLOSING | SETTLED)) !== 0) return
+    this.flags |= EXECUTING
+    const size = this.policy.rowLimit
+    x.ctx.writeNow((w) => {
+      writeExecute(w, '', size)
+      writeFlush(w)
+    })
+  }
+
+  /** Closes the portal before its end. Close goes right behind an Execute still running; its rows are dropped. */
+  closeCursor(): void {
+    if ((this.flags & (CLOSING | SETTLED)) !== 0) return
+    const x = this.x
+    if (x === null) {
+      // Not written yet: it never will be.
+      this.abort(new AbortError('the cursor was closed before it was read'))
+      return
+    }
+    if (x.step >= Step.CursorClosing) return
+    this.flags |= CLOSING | DISCARD
+    // Still being described: the deferred Bind ends it with a Sync instead.
+    if ((this.flags & BIND_DEFERRED) !== 0) return
+    this.flags &= ~UNSYNCED
+    const ctx = x.ctx
+    ctx.writeNow((w) => {
+      writeClose(w, 'P', '')
+      writeSync(w)
+    })
+    if ((this.flags & EXECUTING) === 0) x.step = Step.CursorClosing
+    ctx.releaseWriter(this)
+  }
+
+  // --- The exchange ----------------------------------------------------------
+
   encode(w: Writer, ctx: RequestContext): void {
+    if (this.policy.describeOnly) return this.encodeDescribe(w, ctx)
     const x = new Exchange(ctx)
     this.x = x
     const session = sessionOf(ctx)
@@ -169,14 +332,14 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     }
     const view = this.settings.view
     const shape = stmt.state === StatementState.Ready ? stmt.shape(view, session.catalog) : null
-    if (shape !== null && (!this.describeFirst || shape.unknown.length === 0)) {
+    if (shape !== null && (!this.policy.describeFirst || shape.unknown.length === 0)) {
       const types = stmt.paramTypes!
       checkCount(this.values, types)
       const formats = this.resultFormats(stmt.fields!, shape.resultFormats)
       x.useShape(formats, shape)
       presize(w, this.values)
       writeBind(w, '', stmt.name, this.values.length, (w, i) => writeParam(w, view, this.values, i, types[i]!), formats)
-    } else if (this.describeFirst || needsTypes(this.values, stmt.declaredTypes)) {
+    } else if (this.policy.describeFirst || needsTypes(this.values, stmt.declaredTypes)) {
       if (!created) writeDescribe(w, 'S', stmt.name)
       writeFlush(w)
       this.flags |= DESCRIBING | BIND_DEFERRED | UNSYNCED
@@ -199,7 +362,19 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
       x.step = (this.flags & DESCRIBING) !== 0 ? Step.ParamDesc : Step.Bind
     }
     // Not behind a cursor: a Sync would end its portal; the next query closes them.
-    if (this.closesEvicted) x.closes = cache.writeEvictedCloses(w)
+    if (this.policy.rowLimit === 0) x.closes = cache.writeEvictedCloses(w)
+  }
+
+  /** describe(): Parse and Describe of the unnamed statement, then Sync; nothing is bound or executed. */
+  private encodeDescribe(w: Writer, ctx: RequestContext): void {
+    checkText(this.text)
+    const x = new Exchange(ctx)
+    this.x = x
+    writeParse(w, '', this.text, this.extra?.declared ?? noOids)
+    writeDescribe(w, 'S', '')
+    writeSync(w)
+    x.step = Step.Parse
+    this.flags |= DESCRIBING
   }
 
   private encodeUnnamed(w: Writer, ctx: RequestContext, x: Exchange): void {
@@ -207,7 +382,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     const declared = this.extra?.declared ?? noOids
     writeParse(w, '', this.text, declared)
     x.step = Step.Parse
-    if (this.describeFirst || needsTypes(this.values, declared)) {
+    if (this.policy.describeFirst || needsTypes(this.values, declared)) {
       writeDescribe(w, 'S', '')
       writeFlush(w)
       this.flags |= DESCRIBING | BIND_DEFERRED | UNSYNCED
@@ -268,7 +443,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     }
   }
 
-  protected violation(type: number): never {
+  violation(type: number): never {
     throw new ProtocolError(`server sent ${backendMessageName(type)} where a reply to Parse/Bind/Execute could not contain it (query step ${this.x?.step})`)
   }
 
@@ -282,7 +457,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
           this.violation(type)
         }
         if (x.held !== null) x.held.push(copyBytes(buf, start, end))
-        else this.row(x, buf, start, end)
+        else this.deliver(x, buf, start, end)
         return false
       case Backend.ParseComplete:
         if (x.step !== Step.Parse) this.violation(type)
@@ -301,7 +476,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
         if (x.step === Step.StmtDesc) this.described(decodeRowDescription(buf, start, end))
         else if (x.step === Step.PortalDesc) {
           this.rowsBegin(x, decodeRowDescription(buf, start, end))
-          this.portalDescription(buf, start, end)
+          this.sink.description?.(buf, start, end)
         } else this.violation(type)
         return false
       case Backend.NoData:
@@ -353,7 +528,12 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
   }
 
   /** BindComplete: the columns are known by now, unless the portal is described next. */
-  protected bound(x: Exchange): void {
+  private bound(x: Exchange): void {
+    // The portal's RowDescription, with the formats, is what the sink wants.
+    if (this.policy.describePortal) {
+      x.step = Step.PortalDesc
+      return
+    }
     if (x.stmt === null) {
       if ((this.flags & DESCRIBING) !== 0) this.rowsBegin(x, x.fields)
       else x.step = Step.PortalDesc
@@ -366,10 +546,19 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
   }
 
   /** The description of the statement, from this request's own Describe. */
-  protected described(fields: FieldDescription[]): void {
+  private described(fields: FieldDescription[]): void {
     const x = this.x!
     const stmt = x.stmt
     const catalog = this.session.catalog
+    if (this.policy.describeOnly) {
+      // describe(): types the catalog meets for the first time are looked up before it resolves.
+      x.fields = fields
+      x.step = Step.Complete
+      const unknown = x.paramTypes.filter((oid) => !catalog.knows(oid))
+      for (const f of fields) if (!catalog.knows(f.typeOid)) unknown.push(f.typeOid)
+      if (unknown.length > 0) x.typesLookup = this.session.lookupTypes(unknown)
+      return
+    }
     x.describedAs(fields)
     x.step = Step.Bind
     if ((this.flags & BIND_DEFERRED) !== 0) {
@@ -377,7 +566,7 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
       // learned first: looked up right now, ahead of everything queued (this
       // request holds the writer), then bound.
       const unknown = x.paramTypes.filter((oid) => !catalog.knows(oid))
-      if (this.describeFirst) for (const f of fields) if (!catalog.knows(f.typeOid)) unknown.push(f.typeOid)
+      if (this.policy.describeFirst) for (const f of fields) if (!catalog.knows(f.typeOid)) unknown.push(f.typeOid)
       if (unknown.length > 0 && this.abortError === null && (this.flags & CLOSING) === 0) {
         if (stmt === null) this.flags |= REPARSE
         void this.session.lookupTypesAhead(unknown, x.ctx).then(() => {
@@ -468,16 +657,30 @@ export abstract class ExtendedRequest<T = Result<unknown>> extends SettlingReque
     session.resend(this)
   }
 
-  /** Settles with the failure, or with what describes the outcome (see outcome()). */
-  protected settle(x: Exchange): void {
+  /** Settles with the failure, or with the sink's outcome. */
+  private settle(x: Exchange): void {
     if (x.failure !== null) this.rejectWith(x.failure)
-    else this.resolveWith(this.outcome(x))
+    else this.resolveWith(this.sink.outcome(this, x))
   }
 
-  /** The result: rows gathered, command tag, columns. */
-  protected outcome(x: Exchange): T {
-    const { command, rowCount } = parseCommandTag(x.tag)
-    return { rows: x.rows ?? [], rowCount, command, fields: x.fields, notices: x.notices ?? noNotices, timing: x.timing(this.queued) } satisfies Result<unknown> as T
+  /** A sink that takes the end itself (see RowSink.ended) is told instead of the promise. */
+  protected override resolveWith(r: T): void {
+    const ended = this.sink.ended
+    if (ended === undefined) return super.resolveWith(r)
+    if (this.settled) return
+    if (this.abortError !== null) return this.rejectWith(this.abortError)
+    this.flags |= SETTLED
+    ended.call(this.sink, r, null)
+  }
+
+  protected override rejectWith(err: Error): void {
+    const ended = this.sink.ended
+    if (ended === undefined) return super.rejectWith(err)
+    if (this.settled) return
+    this.flags |= SETTLED
+    const abort = this.abortError
+    if (abort !== null && abort !== err && abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
+    ended.call(this.sink, null, abort ?? err)
   }
 
   fail(err: Error, _sent: boolean): void {

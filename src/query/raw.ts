@@ -3,7 +3,7 @@ import { AbortError, errorFields, type PgErrorFields } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import { Writer } from '../protocol/writer.js'
 import type { Abortable } from './abort.js'
-import type { MessageConsumer } from './raw-query.js'
+import type { MessageConsumer } from './raw-sink.js'
 
 /** What queryRaw() writes into: any Node writable (an HTTP response, a file, a socket). */
 export interface RawDestination {

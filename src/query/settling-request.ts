@@ -33,7 +33,7 @@ export abstract class SettlingRequest<T, S extends object = Exchange> implements
   /** What the request keeps from the moment it is written (see S); null before. */
   protected x: S | null = null
   /** When the query was issued: see QueryTiming. */
-  protected readonly queued = performance.now()
+  readonly queued = performance.now()
 
   constructor(declared: number[] | null) {
     this.promise = new Promise((resolve) => {

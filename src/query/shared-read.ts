@@ -3,9 +3,11 @@ import type { FieldDescription } from '../protocol/backend.js'
 import { copyBytes } from '../protocol/reader.js'
 import { ColumnBuilder } from '../types/columns.js'
 import type { RowPlan } from '../types/row-plan.js'
-import { DISCARD, SETTLED, type Exchange, type QuerySettings } from './exchange.js'
-import { ExtendedQuery } from './extended-query.js'
+import { planCollected } from './collect-sink.js'
+import type { Exchange, QuerySettings } from './exchange.js'
+import { ExtendedRequest } from './extended-request.js'
 import { noNotices, parseCommandTag, type QueryRowMode, type Result } from './result.js'
+import { describedFirst, runToEnd, type RowSink, type RowSource } from './row-sink.js'
 import { timingNow } from './timing.js'
 
 // One execution of a read whose result several callers share (the coalesce
@@ -68,40 +70,40 @@ export class SharedOutcome {
 export type SharedDone = (outcome: SharedOutcome | null, err: Error | null) => void
 
 /**
- * query()'s request for a read shared by several callers: it keeps its rows
- * as bytes and reports its end to `done` instead of settling a promise of its
+ * query()'s sink for a read shared by several callers: it keeps its rows as
+ * bytes and reports its end to `done` instead of settling a promise of its
  * own (its callers have theirs, each with its own signal and timeout).
  */
-export class SharedRead extends ExtendedQuery {
+export class SharedSink implements RowSink<SharedOutcome> {
+  readonly streams = false
   /** Rows are copied as they arrive: nothing keeps views of the socket's reads. */
-  override readonly keepsReads = false
+  readonly copiesRows = true
 
-  constructor(text: string, values: readonly unknown[], settings: QuerySettings, declared: number[] | null, private readonly done: SharedDone) {
-    super(text, values, settings, declared)
+  constructor(private readonly done: SharedDone) {}
+
+  begin(q: RowSource, x: Exchange): void {
+    planCollected(q, x)
   }
 
-  protected override row(x: Exchange, buf: Uint8Array, start: number, end: number): void {
-    if ((this.flags & DISCARD) !== 0) return
-    const limits = this.settings.limits
-    if (limits !== undefined && !this.withinLimits(x, limits, end - start)) return
+  row(_q: RowSource, x: Exchange, buf: Uint8Array, start: number, end: number): void {
     const row = copyBytes(buf, start, end)
     if (x.rows === null) x.rows = [row]
     else x.rows.push(row)
   }
 
-  protected override settle(x: Exchange): void {
-    if (x.failure !== null || this.abortError !== null) return this.rejectWith(x.failure ?? this.abortError!)
-    if (this.settled) return
-    this.flags |= SETTLED
+  complete(): void {}
+
+  outcome(q: RowSource, x: Exchange): SharedOutcome {
     const rows = (x.rows ?? []) as Uint8Array[]
-    this.done(new SharedOutcome(rows, x.plan, x.fields, x.formats, this.settings.rowMode, x.tag, x.notices ?? noNotices, x.written.at, x.firstByte), null)
+    return new SharedOutcome(rows, x.plan, x.fields, x.formats, q.settings.rowMode, x.tag, x.notices ?? noNotices, x.written.at, x.firstByte)
   }
 
-  protected override rejectWith(err: Error): void {
-    if (this.settled) return
-    this.flags |= SETTLED
-    const abort = this.abortError
-    if (abort !== null && abort !== err && abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
-    this.done(null, abort ?? err)
+  ended(outcome: SharedOutcome | null, err: Error | null): void {
+    this.done(outcome, err)
   }
+}
+
+/** The request of a shared read: described first for rowMode 'columns', as query() is. */
+export function sharedRead(text: string, values: readonly unknown[], settings: QuerySettings, declared: number[] | null, done: SharedDone): ExtendedRequest<SharedOutcome> {
+  return new ExtendedRequest(text, values, settings, declared, new SharedSink(done), settings.rowMode === 'columns' ? describedFirst : runToEnd)
 }

@@ -1,5 +1,7 @@
 // Where an extended-protocol query is in its exchange. Each step accepts only
 // the replies the protocol allows next; anything else is a protocol violation.
+// A file of its own because the statement cache reads it too (a failure means
+// something else at each step), and exchange.ts reads the cache.
 export const enum Step {
   /** Waiting for ParseComplete. */
   Parse,

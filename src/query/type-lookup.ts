@@ -1,7 +1,7 @@
 import type { Request } from '../connection/request.js'
 import type { TypeInfo } from '../types/type-info.js'
 import type { TypeView } from '../types/view.js'
-import { ExtendedQuery } from './extended-query.js'
+import { ExtendedRequest } from './extended-request.js'
 import type { TypeLookup } from './session.js'
 
 // The catalog query that teaches a session the types it meets for the first
@@ -10,7 +10,7 @@ import type { TypeLookup } from './session.js'
 
 /** One round trip for every type asked for and every type they are made of. */
 export const lookupTypeInfos: TypeLookup = (oids: readonly number[], serverMajor: number, view: TypeView, send: (req: Request) => void): Promise<TypeInfo[]> => {
-  const req = new ExtendedQuery(typeLookupSql(serverMajor), [oids], { rowMode: 'object', prepare: false, view }, null)
+  const req = ExtendedRequest.query(typeLookupSql(serverMajor), [oids], { rowMode: 'object', prepare: false, view }, null)
   send(req)
   return req.promise.then((result) => (result.rows as LookupRow[]).map(toTypeInfo))
 }

@@ -2,7 +2,8 @@ import { rejectionAtCaller } from '../errors.js'
 import { AbortWatch, type Abortable } from '../query/abort.js'
 import type { QuerySettings } from '../query/exchange.js'
 import type { Result } from '../query/result.js'
-import { SharedRead, type SharedOutcome } from '../query/shared-read.js'
+import type { ExtendedRequest } from '../query/extended-request.js'
+import { sharedRead, SharedSink, type SharedOutcome } from '../query/shared-read.js'
 import { TypedValue } from '../query/typed.js'
 import type { TypeView } from '../types/view.js'
 import type { QueryDefaults, QueryOptions } from './query-options.js'
@@ -11,7 +12,7 @@ import { isPlainRead } from './read-statement.js'
 
 // The coalesce option: a read identical to one still in flight on the same
 // client or pool is not sent again; its caller waits for that execution and
-// gets a result of its own from its reply (see SharedRead). Identical means
+// gets a result of its own from its reply (see SharedSink). Identical means
 // the same text, the same parameter values as they would be sent, the same
 // declared types, row mode, type options, prepare and result limits, and the
 // same routing. Each caller keeps its own signal and timeout: one that gives
@@ -162,7 +163,7 @@ class Execution {
   /** Callers that have not given up. */
   waiting = 0
   over = false
-  readonly req: SharedRead
+  readonly req: SharedReadRequest
 
   constructor(
     private readonly owner: Coalescer,
@@ -173,7 +174,7 @@ class Execution {
     declared: number[] | null,
   ) {
     // A copy: a caller that reuses its array for its next call would otherwise change what its joiners asked for.
-    this.req = new SharedRead(text, values.slice(), settings, declared, (outcome, err) => this.end(outcome, err))
+    this.req = sharedRead(text, values.slice(), settings, declared, (outcome, err) => this.end(outcome, err))
   }
 
   join(): Caller {
@@ -220,10 +221,17 @@ export interface CoalescedCall {
   readonly mark: CoalesceMark
   readonly start: () => void
   /** The request start() sends, whose trace learns where it went; null for a caller that joined one in flight. */
-  readonly req: SharedRead | null
+  readonly req: SharedReadRequest | null
 }
 
 const noop = (): void => {}
+
+/** The request of a shared read (see SharedSink). */
+type SharedReadRequest = ExtendedRequest<SharedOutcome>
+
+function isSharedRead(req: object): boolean {
+  return (req as Partial<SharedReadRequest>).sink instanceof SharedSink
+}
 
 /**
  * The reads in flight of one client or pool that later identical reads may
@@ -261,7 +269,7 @@ export class Coalescer {
     declared: number[] | null,
     options: QueryOptions | undefined,
     timeout: number | undefined,
-    send: (req: SharedRead) => void,
+    send: (req: SharedReadRequest) => void,
   ): CoalescedCall | null {
     if (options?.signal?.aborted === true || !this.isRead(text)) return null
     const parts = [
@@ -297,7 +305,7 @@ export class Coalescer {
     settings: QuerySettings,
     declared: number[] | null,
     options: QueryOptions | undefined,
-    send: (req: SharedRead) => void,
+    send: (req: SharedReadRequest) => void,
   ): Promise<Result<unknown>> | null {
     const call = this.call(text, values, settings, declared, options, options?.timeout ?? d.queryTimeout, send)
     if (call === null) return null
@@ -316,7 +324,7 @@ export class Coalescer {
 
   /** A request is being sent through the client or pool: unless it is a read, later reads join nothing in flight now. */
   sent(req: object): void {
-    if (this.open.size === 0 || req instanceof SharedRead) return
+    if (this.open.size === 0 || isSharedRead(req)) return
     const text = (req as { text?: unknown }).text
     if (typeof text !== 'string' || !this.isRead(text)) this.seal()
   }

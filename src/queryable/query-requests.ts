@@ -1,8 +1,7 @@
 import { ArgumentError } from '../errors.js'
 import { refuseSessionState } from './pooler-mode.js'
 import { abortErrorOf } from '../query/abort.js'
-import { ExtendedQuery } from '../query/extended-query.js'
-import type { ExtendedRequest } from '../query/extended-request.js'
+import { ExtendedRequest } from '../query/extended-request.js'
 import { SimpleQuery } from '../query/simple-query.js'
 import { declaredTypes } from '../query/typed.js'
 import { checkOptionKeys, checkRoute, checkRowMode, checkSignal, checkTimeout, queryOptionKeys, settingsOf, simpleQueryOptionKeys, type QueryDefaults, type QueryOptions, type SimpleQueryOptions } from './query-options.js'
@@ -28,9 +27,9 @@ export function arm(req: Pick<ExtendedRequest, 'abort' | 'watch'>, d: QueryDefau
 export const declaredOf = (values: readonly unknown[]): number[] | null => (values.length === 0 ? null : declaredTypes(values))
 
 /** Builds the request for query(); throws ArgumentError for bad arguments. */
-export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, options: QueryOptions | undefined): ExtendedQuery {
+export function makeQuery(d: QueryDefaults, text: unknown, values: unknown, options: QueryOptions | undefined): ExtendedRequest {
   const vals = checkQuery(d, text, values)
-  const req = new ExtendedQuery(text as string, vals, settingsOf(d, options, queryOptionKeys, 'query', true), declaredOf(vals))
+  const req = ExtendedRequest.query(text as string, vals, settingsOf(d, options, queryOptionKeys, 'query', true), declaredOf(vals))
   arm(req, d, options)
   return req
 }
@@ -57,7 +56,7 @@ export function makeSimpleQuery(d: QueryDefaults, text: unknown, options: Simple
  * pooling probe), made as its owner's queries are made, with its defaults: a
  * lane knows requests, not the options and checks of the query methods.
  */
-export function laneStatements(defaults: QueryDefaults): (sql: string, options?: { readonly prepare?: boolean; readonly rowMode?: 'array' }) => ExtendedQuery {
+export function laneStatements(defaults: QueryDefaults): (sql: string, options?: { readonly prepare?: boolean; readonly rowMode?: 'array' }) => ExtendedRequest {
   return (sql, options) => makeQuery(defaults, sql, undefined, options)
 }
 

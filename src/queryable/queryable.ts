@@ -15,13 +15,12 @@ import { CopyOut } from '../query/copy-out.js'
 import { CopyRowsSink } from '../query/copy-rows.js'
 import { abortErrorOf } from '../query/abort.js'
 import { Cursor } from '../query/cursor.js'
-import { CursorQuery } from '../query/cursor-query.js'
-import { DescribeQuery, type Description } from '../query/describe-query.js'
-import { StreamQuery } from '../query/consumer-request.js'
-import { ExtendedQuery } from '../query/extended-query.js'
-import type { ExtendedRequest } from '../query/extended-request.js'
+import { CursorSink, StreamSink } from '../query/consumer-sinks.js'
+import { describeSink, type Description } from '../query/describe-sink.js'
+import { ExtendedRequest } from '../query/extended-request.js'
 import type { QuerySettings } from '../query/exchange.js'
-import { RawQuery } from '../query/raw-query.js'
+import { RawSink } from '../query/raw-sink.js'
+import { describedFirst, describeOnly, portalPolicy, rawPolicy } from '../query/row-sink.js'
 import { RawPassThrough, type RawDestination } from '../query/raw.js'
 import type { Result, Row } from '../query/result.js'
 import { RowStream } from '../query/stream.js'
@@ -129,7 +128,7 @@ export abstract class Queryable {
    * reused by text (unless `prepare: false`).
    */
   query<R = Row>(text: string, values?: readonly unknown[], options?: QueryOptions): Promise<Result<R>> {
-    let req: ExtendedQuery
+    let req: ExtendedRequest
     try {
       const d = this.defaults()
       const vals = checkQuery(d, text, values)
@@ -139,7 +138,7 @@ export abstract class Queryable {
         const shared = this.coalescing?.query(d, text, values, vals, settings, declared, options, (req) => this.dispatch(req, options))
         if (shared != null) return shared as Promise<Result<R>>
       }
-      req = new ExtendedQuery(text, vals, settings, declared)
+      req = ExtendedRequest.query(text, vals, settings, declared)
       arm(req, d, options)
     } catch (err) {
       return Promise.reject(err as Error)
@@ -180,10 +179,10 @@ export abstract class Queryable {
    * first time are looked up before it resolves.
    */
   describe(text: string, options?: DescribeOptions): Promise<Description> {
-    let req: DescribeQuery
+    let req: ExtendedRequest<Description>
     try {
       const d = this.defaults()
-      req = new DescribeQuery(text, checkQuery(d, text, undefined), settingsOf(d, options, describeOptionKeys, 'describe'), null)
+      req = new ExtendedRequest(text, checkQuery(d, text, undefined), settingsOf(d, options, describeOptionKeys, 'describe'), null, describeSink, describeOnly)
       arm(req, d, options)
     } catch (err) {
       return Promise.reject(err as Error)
@@ -198,14 +197,14 @@ export abstract class Queryable {
    * rows wait unread. Leaving the loop early cancels the query.
    */
   stream<R = Row>(text: string, values?: readonly unknown[], options?: StreamOptions): RowStream<R> {
-    return this.consumer<RowStream<R>, StreamQuery>(
+    return this.consumer<RowStream<R>>(
       'stream',
       text,
       values,
       options,
       () => positiveInt(options?.highWaterMark, 'highWaterMark', 1000),
       (size) => RowStream.create<R>(size),
-      (s, settings, vals) => new StreamQuery(text, vals, settings, declaredOf(vals), s as RowStream<unknown>),
+      (s, settings, vals) => new ExtendedRequest(text, vals, settings, declaredOf(vals), new StreamSink(s as RowStream<unknown>), describedFirst),
       streamOptionKeys,
     )
   }
@@ -217,14 +216,14 @@ export abstract class Queryable {
    * (leaving the loop early closes it).
    */
   cursor<R = Row>(text: string, values?: readonly unknown[], options?: CursorOptions): Cursor<R> {
-    return this.consumer<Cursor<R>, CursorQuery>(
+    return this.consumer<Cursor<R>>(
       'cursor',
       text,
       values,
       options,
       () => positiveInt(options?.batchSize, 'batchSize', 1000),
       (size) => Cursor.create<R>(size),
-      (c, settings, vals) => new CursorQuery(text, vals, settings, declaredOf(vals), c as Cursor<unknown>),
+      (c, settings, vals) => new ExtendedRequest(text, vals, settings, declaredOf(vals), new CursorSink(c as Cursor<unknown>), portalPolicy(c.batchSize)),
       cursorOptionKeys,
     )
   }
@@ -233,14 +232,14 @@ export abstract class Queryable {
    * A stream or cursor with its request, sent when it is first read; or,
    * when the arguments are wrong, with the error its first read reports.
    */
-  private consumer<C extends Bindable<Q>, Q extends ExtendedRequest>(
+  private consumer<C extends Bindable<ExtendedRequest>>(
     kind: 'stream' | 'cursor',
     text: string,
     values: readonly unknown[] | undefined,
     options: QueryOptions | undefined,
     size: () => number,
     create: (size: number) => C,
-    request: (consumer: C, settings: QuerySettings, values: readonly unknown[]) => Q,
+    request: (consumer: C, settings: QuerySettings, values: readonly unknown[]) => ExtendedRequest,
     known: ReadonlySet<string>,
   ): C {
     let c: C
@@ -272,7 +271,7 @@ export abstract class Queryable {
    * one another in it.
    */
   queryRaw(text: string, values: readonly unknown[] | undefined, destination: RawDestination, options?: RawOptions): Promise<RawResult> {
-    let req: RawQuery
+    let req: ExtendedRequest
     let sink: RawPassThrough
     try {
       const d = destination as Partial<RawDestination> | null
@@ -287,7 +286,9 @@ export abstract class Queryable {
       const defaults = this.defaults()
       const vals = checkQuery(defaults, text, values)
       const narrowed = { signal, timeout, prepare }
-      req = new RawQuery(text, vals, settingsOf(defaults, narrowed, rawOptionKeys, 'queryRaw'), declaredOf(vals), sink)
+      const settings = settingsOf(defaults, narrowed, rawOptionKeys, 'queryRaw')
+      // Bytes passed on as they come take no result limits: the defaults' are not for them.
+      req = new ExtendedRequest(text, vals, settings.limits === undefined ? settings : { ...settings, limits: undefined }, declaredOf(vals), new RawSink(sink), rawPolicy)
       arm(req, defaults, narrowed)
     } catch (err) {
       return Promise.reject(err as Error)

@@ -1,6 +1,6 @@
 import type { Request } from '../connection/request.js'
 import { ArgumentError, ConnectionError, PgError, PipegresError, withCaller } from '../errors.js'
-import { ExtendedQuery } from '../query/extended-query.js'
+import { ExtendedRequest } from '../query/extended-request.js'
 import { Batch } from '../query/batch.js'
 import type { Result } from '../query/result.js'
 import { makeQuery, Queryable, type QueryDefaults } from './queryable.js'
@@ -135,7 +135,7 @@ export class Transaction extends Queryable {
       )
       return
     }
-    if (req instanceof ExtendedQuery || req instanceof Batch) req.inTransaction(this.#token)
+    if ((req instanceof ExtendedRequest && req.collects) || req instanceof Batch) req.inTransaction(this.#token)
     this.#host.send(req, this.#token)
   }
 
@@ -148,7 +148,7 @@ export class Transaction extends Queryable {
    * session inside a transaction nobody ends.
    * @internal
    */
-  control(sql: string): ExtendedQuery {
+  control(sql: string): ExtendedRequest {
     const req = makeQuery(this.#shared.controlDefaults, sql, undefined, { prepare: false })
     sendTraced(this.#queryDefaults.trace, 'query', sql, undefined, req, () => this.#send(req))
     return req

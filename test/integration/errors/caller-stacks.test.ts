@@ -48,9 +48,9 @@ test('a server error names the awaiting functions, after the frames where the re
   assert.ok(err instanceof PgError)
   assertCaller(err)
   // The protocol-level origin stays: where the ErrorResponse was turned into the error.
-  assert.match(err.stack!, /ExtendedQuery\.error/)
+  assert.match(err.stack!, /ExtendedRequest\.error/)
   const s = err.stack!
-  assert.ok(s.indexOf('ExtendedQuery.error') < s.indexOf('at async loadUserProfile'), 'origin first, then the callers')
+  assert.ok(s.indexOf('ExtendedRequest.error') < s.indexOf('at async loadUserProfile'), 'origin first, then the callers')
 })
 
 test('the sql template, simpleQuery() and queryRaw() show the caller too', async () => {

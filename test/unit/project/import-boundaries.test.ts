@@ -151,22 +151,23 @@ test('every import under src/ respects the layering', () => {
 
 // Within a layer, files that must not reach into one another: each facade
 // reaches connections through the lane, never through another facade; the
-// routing policy and the backoff rules are pure; the request classes depend
-// on the exchange they share, never the other way round or on each other.
+// routing policy and the backoff rules are pure; the sinks depend on the
+// contract of the exchange they serve (row-sink.ts), never on the exchange
+// itself or on each other, and the exchange knows only the default sink.
 const forbiddenFiles: Record<string, readonly string[]> = {
   'client.ts': ['pool/pool.ts', 'pool/reserved-client.ts', 'pool/routing.ts', 'queryable/lane-queryable.ts'],
   'pool/reserved-client.ts': ['client.ts', 'pool/pool.ts', 'lane/lane.ts#runtime'],
   'pool/routing.ts': ['*#runtime'],
   'lane/lane.ts': ['queryable/transaction.ts'],
   'lane/backoff.ts': ['lane/lane.ts'],
-  'query/extended-request.ts': ['query/extended-query.ts', 'query/consumer-request.ts', 'query/cursor-query.ts', 'query/raw-query.ts', 'query/describe-query.ts'],
+  'query/extended-request.ts': ['query/consumer-sinks.ts', 'query/raw-sink.ts', 'query/describe-sink.ts', 'query/shared-read.ts', 'query/batch-statement.ts'],
   'query/exchange.ts': ['query/extended-request.ts'],
-  'query/exchange-rules.ts': ['query/extended-request.ts'],
+  'query/row-sink.ts': ['query/extended-request.ts'],
   'query/binder.ts': ['query/extended-request.ts', 'query/session.ts', 'query/statement-cache.ts'],
-  'query/extended-query.ts': ['query/consumer-request.ts', 'query/cursor-query.ts', 'query/raw-query.ts', 'query/describe-query.ts'],
-  'query/cursor-query.ts': ['query/raw-query.ts', 'query/extended-query.ts', 'query/describe-query.ts', 'query/cursor.ts#runtime'],
-  'query/raw-query.ts': ['query/cursor-query.ts', 'query/extended-query.ts', 'query/describe-query.ts', 'query/raw.ts#runtime'],
-  'query/describe-query.ts': ['query/cursor-query.ts', 'query/extended-query.ts', 'query/raw-query.ts', 'query/consumer-request.ts'],
+  'query/collect-sink.ts': ['query/extended-request.ts', 'query/consumer-sinks.ts', 'query/raw-sink.ts', 'query/describe-sink.ts', 'query/shared-read.ts'],
+  'query/consumer-sinks.ts': ['query/extended-request.ts', 'query/collect-sink.ts', 'query/raw-sink.ts', 'query/describe-sink.ts', 'query/cursor.ts#runtime', 'query/stream.ts#runtime'],
+  'query/raw-sink.ts': ['query/extended-request.ts', 'query/collect-sink.ts', 'query/consumer-sinks.ts', 'query/describe-sink.ts', 'query/raw.ts#runtime'],
+  'query/describe-sink.ts': ['query/extended-request.ts', 'query/collect-sink.ts', 'query/consumer-sinks.ts', 'query/raw-sink.ts'],
 }
 
 /** `file#runtime` forbids only value imports of file (`import type` stays allowed); `*#runtime`, of any file. */
