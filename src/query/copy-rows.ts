@@ -3,11 +3,11 @@ import type { CopyDecoder } from '../copy/format.js'
 import { ProtocolError } from '../errors.js'
 import type { CopyResponse, FieldDescription } from '../protocol/backend.js'
 import type { CopyOutSink } from './copy-out.js'
-import type { RowStream } from './stream.js'
+import type { RowConsumer } from './consumer-sinks.js'
 
 /**
  * copyToRows(): decodes the data of a COPY TO STDOUT into rows, in place in
- * the socket's buffers, and hands them to a RowStream (which pauses reading
+ * the socket's buffers, and hands them to a consumer (a RowStream, which pauses reading
  * while its consumer lags).
  */
 export class CopyRowsSink implements CopyOutSink {
@@ -15,7 +15,7 @@ export class CopyRowsSink implements CopyOutSink {
   private columns: FieldDescription[] = []
   private readonly out: unknown[] = []
 
-  constructor(private readonly stream: RowStream<unknown>) {}
+  constructor(private readonly stream: RowConsumer) {}
 
   /** The columns (described before the COPY is sent) and their decoder. */
   prepare(columns: FieldDescription[], decoder: CopyDecoder): void {

@@ -165,7 +165,7 @@ const forbiddenFiles: Record<string, readonly string[]> = {
   'query/row-sink.ts': ['query/extended-request.ts'],
   'query/binder.ts': ['query/extended-request.ts', 'query/session.ts', 'query/statement-cache.ts'],
   'query/collect-sink.ts': ['query/extended-request.ts', 'query/consumer-sinks.ts', 'query/raw-sink.ts', 'query/describe-sink.ts', 'query/shared-read.ts'],
-  'query/consumer-sinks.ts': ['query/extended-request.ts', 'query/collect-sink.ts', 'query/raw-sink.ts', 'query/describe-sink.ts', 'query/cursor.ts#runtime', 'query/stream.ts#runtime'],
+  'query/consumer-sinks.ts': ['query/extended-request.ts', 'query/collect-sink.ts', 'query/raw-sink.ts', 'query/describe-sink.ts'],
   'query/raw-sink.ts': ['query/extended-request.ts', 'query/collect-sink.ts', 'query/consumer-sinks.ts', 'query/describe-sink.ts', 'query/raw.ts#runtime'],
   'query/describe-sink.ts': ['query/extended-request.ts', 'query/collect-sink.ts', 'query/consumer-sinks.ts', 'query/raw-sink.ts'],
 }

@@ -2,7 +2,7 @@ import type { Request, RequestContext } from '../connection/request.js'
 import { AbortError, rejectionAtCaller } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
 import { FirstRead } from './first-read.js'
-import type { Field, Row } from './result.js'
+import type { Field, Row } from '../query/result.js'
 
 const noop = (): void => {}
 

@@ -1,9 +1,9 @@
 import type { RequestContext } from '../connection/request.js'
 import { rejectionAtCaller } from '../errors.js'
 import type { FieldDescription } from '../protocol/backend.js'
-import type { ExtendedRequest } from './extended-request.js'
+import type { ExtendedRequest } from '../query/extended-request.js'
 import { FirstRead } from './first-read.js'
-import type { Field, Result, Row } from './result.js'
+import type { Field, Result, Row } from '../query/result.js'
 
 const noop = (): void => {}
 
