@@ -7,6 +7,7 @@ import type { ResolvedOptions } from './options.js'
 import { captureOrigin, CLOSE, PendingQuery, type Handler, type Runner, type UnsafeOptions } from './query.js'
 import { arrayParam } from './types.js'
 import type { Result } from './result.js'
+import { largeObject, type LargeObject } from './large-object.js'
 import type { SubscribeCallback, SubscribeHandle, Subscriptions } from './subscribe.js'
 
 // The `sql` function and what hangs on it, for the whole instance (a pipegres
@@ -98,6 +99,8 @@ export interface Sql {
    */
   subscribe(pattern: string, fn: SubscribeCallback, onsubscribe?: () => void, onerror?: (err: unknown) => void): Promise<SubscribeHandle>
   end(options?: { timeout?: number | null }): Promise<void>
+  /** A large object (a new one without `oid`), open in a transaction of its own until its close(). */
+  largeObject(oid?: number, mode?: number): Promise<LargeObject>
   close(): Promise<void>
   array(xs: unknown[], type?: number): unknown
   json(value: unknown): TypedValue
@@ -191,6 +194,7 @@ export function rootSql(inst: Instance): Sql {
     reserve: () => reserve(inst),
     end: (o?: { timeout?: number | null }) => end(inst, o),
     close: () => end(inst, { timeout: 0 }),
+    largeObject: (oid?: number, mode?: number) => largeObject(sql, oid, mode),
     subscribe: async (pattern: unknown, fn: unknown, onsubscribe?: unknown, onerror?: unknown): Promise<SubscribeHandle> => {
       await refusedWhenBroken(inst)
       return inst.subscriptions.subscribe(pattern, fn, onsubscribe, onerror)
