@@ -1,8 +1,9 @@
-import type { CopyInStream, CopyOutStream, Pool, Result as CoreResult } from '../../index.js'
+import type { CopyInStream, CopyOutStream, Pool, QueryOptions, Result as CoreResult } from '../../index.js'
 import { build, isFragment, unsafeValues } from './build.js'
 import { CANCELED, generic, PostgresError, toPostgresError, type Endpoint, type ErrorContext } from './errors.js'
 import type { ResolvedOptions } from './options.js'
 import { columnsOf, emptyResult, toResult, type Result, type Statement } from './result.js'
+import { needsSimple } from './statements.js'
 import type { Transform } from './transform.js'
 
 // A query as postgres.js gives it: a thenable made by the tagged template
@@ -42,8 +43,11 @@ class CancelGroup {
   pending = 0
   cancelling = 0
   /** The options of its queries, by row mode and prepare: made once per group rather than per query. */
-  readonly options = new Map<string, { rowMode: 'array' | 'object'; prepare: boolean; signal: AbortSignal }>()
-  optionsFor(rowMode: 'array' | 'object', prepare: boolean): { rowMode: 'array' | 'object'; prepare: boolean; signal: AbortSignal } {
+  readonly options = new Map<string, QueryOptions>()
+  /** The signal alone for pipegres's defaults (objects, prepared): options that set nothing cost pipegres no settings of their own. */
+  readonly plain: QueryOptions = { signal: this.controller.signal }
+  optionsFor(rowMode: 'array' | 'object', prepare: boolean): QueryOptions {
+    if (prepare && rowMode === 'object') return this.plain
     const key = prepare ? rowMode : rowMode + '!'
     let o = this.options.get(key)
     if (o === undefined) this.options.set(key, (o = { rowMode, prepare, signal: this.controller.signal }))
@@ -131,7 +135,8 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #kind: Kind
   #options: UnsafeOptions
   #mode: Mode = 'object'
-  #simple: boolean
+  /** true: the simple protocol; false: the extended one; undefined: the simple one only for a text of several statements. */
+  #simple: boolean | undefined
   #describe = false
   #cursor: { n: number; fn: (rows: unknown[], result: unknown) => unknown } | undefined
   #forEach: ((row: unknown, result: unknown) => unknown) | undefined
@@ -148,7 +153,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     this.args = args
     this.#kind = kind
     this.#options = options
-    this.#simple = kind !== 'tagged' && ('simple' in options ? options.simple === true : args.length === 0)
+    this.#simple = kind === 'tagged' ? false : 'simple' in options ? options.simple === true : args.length === 0 ? undefined : false
     this.#file = file
     const debug = handler.options.debug
     this.#origin = debug ? frames() : kind === 'tagged' ? origins.get(strings) : undefined
@@ -304,12 +309,13 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     }
     if (this.#describe) return h.runner.describe(text).then((d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }), fail)
     const prepare = this.#kind === 'tagged' ? h.options.prepare : this.#options.prepare === true
-    const statement = statementOf(text, prepare && !this.#simple)
+    const simple = this.#simple ?? needsSimple(text)
+    const statement = statementOf(text, prepare && !simple)
     const arrays = this.#mode !== 'object'
     const rowMode = arrays || h.transform.results ? 'array' : 'object'
     if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch(fail)
     const g = (this.#group = joinGroup())
-    if (this.#simple) {
+    if (simple) {
       return h.runner.simpleQuery(text, { rowMode, signal: g.controller.signal }).then(
         (rs) => {
           this.#settle(g)
