@@ -329,6 +329,7 @@ export class Lane {
         trace.serverPort = host.port
       }
       trace.inflight = this.pendingQueries
+      trace.connection = this
     }
     this.route(req)
   }
@@ -466,6 +467,10 @@ export class Lane {
 
   get processId(): number {
     return this.conn?.processId ?? 0
+  }
+
+  get secretKey(): Uint8Array | undefined {
+    return this.conn?.secretKey
   }
 
   get transactionStatus(): TransactionStatus {

@@ -1,5 +1,6 @@
 import type { CopyFormatOptions } from '../copy/options.js'
 import type { CopyRow } from '../copy/rows.js'
+import type { SentTrace } from '../connection/request.js'
 import { ArgumentError } from '../errors.js'
 import { Lsn } from '../types/lsn.js'
 import type { QuerySettings, ResultLimits } from '../query/exchange.js'
@@ -46,8 +47,17 @@ export interface QuerySettingOptions {
   coalesce?: boolean
 }
 
+/**
+ * @internal A query or simple query option: an object the connection that
+ * takes the query fills in (SentTrace), for pipegres/postgres's result.state.
+ * A symbol, so that option checks never see it.
+ */
+export const sentTo: unique symbol = Symbol('pipegres.sentTo')
+
 /** Per-query options. */
 export interface QueryOptions extends QuerySettingOptions {
+  /** @internal */
+  [sentTo]?: SentTrace
   /** Aborts the query: dropped if not sent yet, cancelled on the server if running. */
   signal?: AbortSignal
   /** Milliseconds after which the query is cancelled and rejects with a TimeoutError. */
@@ -81,7 +91,7 @@ export interface QueryDefaultOptions {
 // option of its interface, so an option added to one is known at once to
 // every call that takes it, and to the key check of each.
 const settingOptionNames: Record<keyof QuerySettingOptions, true> = { rowMode: true, prepare: true, types: true, maxRows: true, maxBytes: true, coalesce: true }
-const queryOnlyOptionNames: Record<Exclude<keyof QueryOptions, keyof QuerySettingOptions>, true> = { signal: true, timeout: true, readOnly: true, after: true }
+const queryOnlyOptionNames: Record<Exclude<keyof QueryOptions, keyof QuerySettingOptions | typeof sentTo>, true> = { signal: true, timeout: true, readOnly: true, after: true }
 const queryDefaultOptionNames: Record<keyof QueryDefaultOptions, true> = { rowMode: true, types: true, queryTimeout: true, maxRows: true, maxBytes: true, coalesce: true }
 const settingKeys = Object.keys(settingOptionNames) as (keyof QuerySettingOptions)[]
 /** The options of a Client or Pool that are defaults of its queries. */
@@ -95,6 +105,8 @@ export interface RouteOptions {
 
 /** Options of describe(). */
 export interface DescribeOptions extends RouteOptions {
+  /** @internal */
+  [sentTo]?: SentTrace
   signal?: AbortSignal
   timeout?: number
 }
@@ -167,6 +179,8 @@ export interface CopyToRowsOptions extends CopyFormatOptions, CopyOptions {
 export type CopyRowSource = Iterable<CopyRow> | AsyncIterable<CopyRow>
 
 export interface SimpleQueryOptions extends RouteOptions {
+  /** @internal */
+  [sentTo]?: SentTrace
   rowMode?: RowMode
   signal?: AbortSignal
   timeout?: number

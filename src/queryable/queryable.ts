@@ -33,7 +33,7 @@ import type { Coalescer } from './coalesce.js'
 export { Coalescer } from './coalesce.js'
 
 export * from './query-options.js'
-import { checkOptionKeys, copyRowMode, settingsOf, queryOptionKeys, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { sentTo, checkOptionKeys, copyRowMode, settingsOf, queryOptionKeys, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
 import { arm, checkQuery, declaredOf, makeSimpleQuery } from './query-requests.js'
 export { makeQuery, makeSimpleQuery } from './query-requests.js'
 
@@ -91,12 +91,16 @@ export abstract class Queryable {
       if (!req.dropped) this.send(req, route)
     }
     if (base !== undefined && active(queryChannel)) return traceQuery(base, kind, text, values, promise, send, req)
+    const sink = (route as QueryOptions | undefined)?.[sentTo]
+    if (sink !== undefined) req.sentTrace = sink
     send()
     return promise
   }
 
   /** Sends a request that keeps its connection (a stream, cursor or COPY), traced aside when anybody listens. */
   private aside(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
+    const sink = (route as QueryOptions | undefined)?.[sentTo]
+    if (sink !== undefined) req.sentTrace = sink
     sendTraced(this.defaults().trace, kind, text, values, req, () => {
       this.coalescing?.sent(req)
       this.dispatchExclusive(req, route)
@@ -145,6 +149,8 @@ export abstract class Queryable {
       return Promise.reject(err as Error)
     }
     if (active(queryChannel)) return this.traced('query', text, values, req, req.promise as Promise<Result<R>>, options)
+    const sink = options?.[sentTo]
+    if (sink !== undefined) (req as Request).sentTrace = sink
     if (!req.dropped) this.send(req, options)
     return req.promise as Promise<Result<R>>
   }

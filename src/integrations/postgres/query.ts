@@ -1,4 +1,5 @@
-import type { CopyInStream, CopyOutStream, Pool, QueryOptions, Result as CoreResult } from '../../index.js'
+import { sentTo, type CopyInStream, type CopyOutStream, type Pool, type QueryOptions, type Result as CoreResult } from '../../index.js'
+import { backendOf, Sent, type Backend } from './backend.js'
 import { build, isFragment, unsafeValues } from './build.js'
 import { CANCELED, generic, PostgresError, toPostgresError, type Endpoint, type ErrorContext } from './errors.js'
 import type { ResolvedOptions } from './options.js'
@@ -42,16 +43,14 @@ class CancelGroup {
   readonly controller = new AbortController()
   pending = 0
   cancelling = 0
-  /** The options of its queries, by row mode and prepare: made once per group rather than per query. */
-  readonly options = new Map<string, QueryOptions>()
-  /** The signal alone for pipegres's defaults (objects, prepared): options that set nothing cost pipegres no settings of their own. */
-  readonly plain: QueryOptions = { signal: this.controller.signal }
-  optionsFor(rowMode: 'array' | 'object', prepare: boolean): QueryOptions {
-    if (prepare && rowMode === 'object') return this.plain
-    const key = prepare ? rowMode : rowMode + '!'
-    let o = this.options.get(key)
-    if (o === undefined) this.options.set(key, (o = { rowMode, prepare, signal: this.controller.signal }))
-    return o
+  /**
+   * A query's options: the signal and the object its connection fills in,
+   * with rowMode and prepare only where they are not pipegres's defaults
+   * (options that set nothing cost pipegres no settings of their own).
+   */
+  optionsFor(rowMode: 'array' | 'object', prepare: boolean, sent: Sent): QueryOptions {
+    if (prepare && rowMode === 'object') return { signal: this.controller.signal, [sentTo]: sent }
+    return { rowMode, prepare, signal: this.controller.signal, [sentTo]: sent }
   }
   settle(): void {
     this.pending--
@@ -303,61 +302,93 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const refused = h.refuse(text)
     if (refused !== undefined) return Promise.reject(refused)
     if (values.length > 65534) return Promise.reject(generic('MAX_PARAMETERS_EXCEEDED', 'Max number of parameters (65534) exceeded'))
-    if (typeof h.options.debug === 'function') h.options.debug(0, text, values, [])
-    const fail = (err: unknown): never => {
-      throw toPostgresError(err, h.endpoint, this.#context(text, values))
+    const sent = new Sent()
+    if (this.#describe) {
+      const described = h.runner.describe(text, { [sentTo]: sent }).then(
+        (d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }),
+        (err: unknown) => this.#fail(err, text, values),
+      )
+      this.#debug(sent, text, values, described)
+      return described
     }
-    if (this.#describe) return h.runner.describe(text).then((d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }), fail)
     const prepare = this.#kind === 'tagged' ? h.options.prepare : this.#options.prepare === true
     const simple = this.#simple ?? needsSimple(text)
     const statement = statementOf(text, prepare && !simple)
-    const arrays = this.#mode !== 'object'
-    const rowMode = arrays || h.transform.results ? 'array' : 'object'
-    if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch(fail)
+    const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
+    if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch((err: unknown) => this.#fail(err, text, values))
     const g = (this.#group = joinGroup())
+    let out: Promise<unknown>
     if (simple) {
-      return h.runner.simpleQuery(text, { rowMode, signal: g.controller.signal }).then(
+      out = h.runner.simpleQuery(text, { rowMode, signal: g.controller.signal, [sentTo]: sent }).then(
         (rs) => {
           this.#settle(g)
-          const out = rs.map((r) => this.#result(r as CoreResult<unknown>, { ...statement, columns: [] }))
-          return out.length === 1 ? out[0] : out
+          const state = backendOf(sent.connection)
+          const all = rs.map((r) => this.#result(r as CoreResult<unknown>, { ...statement, columns: [] }, state))
+          return all.length === 1 ? all[0] : all
         },
         (err: unknown) => {
           this.#settle(g)
-          return fail(err)
+          return this.#fail(err, text, values)
         },
       )
+    } else {
+      const usePrepared = prepare && !stale.has(text)
+      // One handler each way, which settles the query's cancel group: a pipelined query is cheap enough that each
+      // promise (and closure) more in its chain shows.
+      out = h.runner.query(text, values, g.optionsFor(rowMode, usePrepared, sent)).then(
+        (core) => {
+          this.#settle(g)
+          return this.#result(core, statement, backendOf(sent.connection))
+        },
+        (err: unknown) => this.#failed(err, text, values, statement, usePrepared, sent),
+      )
     }
-    const usePrepared = prepare && !stale.has(text)
-    // One handler each way, which settles the query's cancel group: a pipelined query is cheap enough that each
-    // promise more in its chain shows.
-    return h.runner.query(text, values, g.optionsFor(rowMode, usePrepared)).then(
+    if (h.options.debug !== false && typeof h.options.debug === 'function') this.#debug(sent, text, values, out)
+    return out
+  }
+
+  /**
+   * Calls the debug function with the number of the connection the query went
+   * to: at once when a connection took it as it was sent (the usual case),
+   * else once it is answered.
+   */
+  #debug(sent: Sent, text: string, values: unknown[], out: Promise<unknown>): void {
+    const debug = this.#handler.options.debug
+    if (typeof debug !== 'function') return
+    const call = (): void => debug(backendOf(sent.connection).id, text, values, [])
+    if (sent.connection !== undefined) call()
+    else out.then(call, call)
+  }
+
+  /** A query's failure: a prepared statement a table change broke (its parameter or result types changed) runs again unnamed. */
+  #failed(err: unknown, text: string, values: unknown[], statement: Statement, usePrepared: boolean, sent: Sent): Promise<unknown> {
+    const h = this.#handler
+    const g = this.#group!
+    // Unnamed, outside a transaction block, from then on; the error inside one stands, as the block is aborted anyway.
+    if (!(usePrepared && h.retries && isStale(err))) {
+      this.#settle(g)
+      return this.#fail(err, text, values)
+    }
+    if (stale.size > 10_000) stale.clear()
+    stale.add(text)
+    const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
+    const again = new Sent()
+    return h.runner.query(text, values, g.optionsFor(rowMode, false, again)).then(
       (core) => {
         this.#settle(g)
-        return this.#result(core, statement)
+        return this.#result(core, statement, backendOf(again.connection ?? sent.connection))
       },
-      (err: unknown) => {
-        // A prepared statement a table change broke (its parameter or result types changed): run unnamed, outside a
-        // transaction block, from then on; the error inside one stands, as the block is aborted anyway.
-        if (!(usePrepared && h.retries && isStale(err))) {
-          this.#settle(g)
-          return fail(err)
-        }
-        if (stale.size > 10_000) stale.clear()
-        stale.add(text)
-        return h.runner.query(text, values, g.optionsFor(rowMode, false)).then(
-          (core) => {
-            this.#settle(g)
-            return this.#result(core, statement)
-          },
-          (again: unknown) => {
-            this.#settle(g)
-            // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
-            return fail((again as { code?: unknown }).code === '25P02' ? err : again)
-          },
-        )
+      (second: unknown) => {
+        this.#settle(g)
+        // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
+        return this.#fail((second as { code?: unknown }).code === '25P02' ? err : second, text, values)
       },
     )
+  }
+
+  /** Rejects with pipegres's error as postgres.js's, with this query's text, parameters and call site. */
+  #fail(err: unknown, text: string, values: unknown[]): never {
+    throw toPostgresError(err, this.#handler.endpoint, this.#context(text, values))
   }
 
   #settle(g: CancelGroup): void {
@@ -365,13 +396,13 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     g.settle()
   }
 
-  #result(core: CoreResult<unknown>, statement: Statement): unknown {
+  #result(core: CoreResult<unknown>, statement: Statement, state: Backend): unknown {
     const h = this.#handler
-    const r = toResult(core, h.transform, this.#mode !== 'object', statement)
+    const r = toResult(core, h.transform, this.#mode !== 'object', statement, state)
     if (this.#mode === 'raw') for (let i = 0; i < r.length; i++) r[i] = (r[i] as unknown[]).map(rawValue)
     if (this.#forEach !== undefined) {
       for (const row of r) this.#forEach(row, r)
-      const out = emptyResult(statement, r.command, r.count)
+      const out = emptyResult(statement, r.command, r.count, state)
       out.columns = r.columns
       return out
     }
@@ -381,20 +412,23 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   async #runCursor(text: string, values: unknown[], statement: Statement, rowMode: 'array' | 'object'): Promise<unknown> {
     const h = this.#handler
     const { n, fn } = this.#cursor!
-    const cur = h.runner.cursor(text, values, { batchSize: n, rowMode })
+    const sent = new Sent()
+    const cur = h.runner.cursor(text, values, { batchSize: n, rowMode, [sentTo]: sent })
     let command = ''
     try {
-      for (;;) {
-        const rows = await cur.read()
+      const first = cur.read()
+      this.#debug(sent, text, values, first)
+      for (let read = first; ; read = cur.read()) {
+        const rows = await read
         if (rows.length === 0) break
-        const r = toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement)
+        const r = toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.connection))
         command = 'SELECT'
         if ((await fn(r, r)) === CLOSE) break
       }
     } finally {
       await cur.close().catch(() => undefined)
     }
-    return emptyResult(statement, command)
+    return emptyResult(statement, command, null, backendOf(sent.connection))
   }
 
   async *#iterate(n: number): AsyncGenerator<unknown[], void, undefined> {
@@ -404,17 +438,20 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     if (refused !== undefined) throw refused
     const statement: Statement = { name: '', string: text, types: [], columns: [] }
     const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
-    const cur = h.runner.cursor(text, values, { batchSize: n, rowMode })
+    const sent = new Sent()
+    const cur = h.runner.cursor(text, values, { batchSize: n, rowMode, [sentTo]: sent })
     try {
-      for (;;) {
+      for (let first = true; ; first = false) {
         let rows: unknown[]
         try {
-          rows = await cur.read()
+          const read = cur.read()
+          if (first) this.#debug(sent, text, values, read)
+          rows = await read
         } catch (err) {
           throw toPostgresError(err, h.endpoint, this.#context(text, values))
         }
         if (rows.length === 0) return
-        yield toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement)
+        yield toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.connection))
       }
     } finally {
       await cur.close().catch(() => undefined)

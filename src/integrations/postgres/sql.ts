@@ -111,6 +111,10 @@ export interface Sql {
   readonly END: object
 }
 
+// unsafe()'s defaults, shared: a query reads them and never changes them.
+const noArgs: unknown[] = []
+const noOptions: UnsafeOptions = {}
+
 function isTemplate(x: unknown): x is TemplateStringsArray {
   return Array.isArray(x) && Array.isArray((x as unknown as { raw?: unknown }).raw)
 }
@@ -138,10 +142,10 @@ function makeSql(inst: Instance, handler: Handler): Sql {
     END: CLOSE,
     types,
     typed: types,
-    unsafe: (text: string, args: unknown[] = [], options: UnsafeOptions = {}) => {
+    unsafe: (text: string, args: unknown[] = noArgs, options: UnsafeOptions = noOptions) => {
       if (!Array.isArray(args)) {
         options = args as UnsafeOptions
-        args = []
+        args = noArgs
       }
       return new PendingQuery(handler, [text], args, 'unsafe', options)
     },
