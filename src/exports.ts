@@ -58,7 +58,7 @@ export { Lsn } from './types/lsn.js'
 export type { TransactionOptions, TransactionRetry } from './queryable/transaction.js'
 export type { Queryable } from './queryable/queryable.js'
 /** @internal pipegres/postgres's way to learn which connection ran a query (result.state). */
-export { sentTo } from './queryable/query-options.js'
+export { sentTo, type QuerySink } from './queryable/query-options.js'
 export type { SentTrace, ConnectionState } from './connection/request.js'
 export type { CopyFormatOptions } from './copy/options.js'
 export type { Listener, NotificationHandler } from './lane/notify.js'

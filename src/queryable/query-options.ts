@@ -1,6 +1,7 @@
 import type { CopyFormatOptions } from '../copy/options.js'
 import type { CopyRow } from '../copy/rows.js'
 import type { SentTrace } from '../connection/request.js'
+import type { Abortable } from '../query/abort.js'
 import { ArgumentError } from '../errors.js'
 import { Lsn } from '../types/lsn.js'
 import type { QuerySettings, ResultLimits } from '../query/exchange.js'
@@ -48,16 +49,25 @@ export interface QuerySettingOptions {
 }
 
 /**
- * @internal A query or simple query option: an object the connection that
- * takes the query fills in (SentTrace), for pipegres/postgres's result.state.
- * A symbol, so that option checks never see it.
+ * @internal A query option (query, simple query, describe, cursor): an object
+ * that is given the query's request (to abort it without an AbortSignal) and
+ * that the connection which takes the query fills in (SentTrace), for
+ * pipegres/postgres's cancel() and result.state. A symbol, so that option
+ * checks never see it.
  */
 export const sentTo: unique symbol = Symbol('pipegres.sentTo')
+
+/** @internal What a `sentTo` object learns of its query. */
+export interface QuerySink extends SentTrace {
+  request?: Abortable | undefined
+  /** While queries are traced: the trace, which the connection fills in instead. */
+  via?: SentTrace | null | undefined
+}
 
 /** Per-query options. */
 export interface QueryOptions extends QuerySettingOptions {
   /** @internal */
-  [sentTo]?: SentTrace
+  [sentTo]?: QuerySink
   /** Aborts the query: dropped if not sent yet, cancelled on the server if running. */
   signal?: AbortSignal
   /** Milliseconds after which the query is cancelled and rejects with a TimeoutError. */
@@ -106,7 +116,7 @@ export interface RouteOptions {
 /** Options of describe(). */
 export interface DescribeOptions extends RouteOptions {
   /** @internal */
-  [sentTo]?: SentTrace
+  [sentTo]?: QuerySink
   signal?: AbortSignal
   timeout?: number
 }
@@ -180,7 +190,7 @@ export type CopyRowSource = Iterable<CopyRow> | AsyncIterable<CopyRow>
 
 export interface SimpleQueryOptions extends RouteOptions {
   /** @internal */
-  [sentTo]?: SentTrace
+  [sentTo]?: QuerySink
   rowMode?: RowMode
   signal?: AbortSignal
   timeout?: number

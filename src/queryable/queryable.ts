@@ -13,7 +13,7 @@ import type { Writer } from '../protocol/writer.js'
 import { CopyIn } from '../query/copy.js'
 import { CopyOut } from '../query/copy-out.js'
 import { CopyRowsSink } from '../query/copy-rows.js'
-import { abortErrorOf } from '../query/abort.js'
+import { abortErrorOf, type Abortable } from '../query/abort.js'
 import { Cursor } from '../query/cursor.js'
 import { CursorQuery } from '../query/cursor-query.js'
 import { DescribeQuery, type Description } from '../query/describe-query.js'
@@ -87,11 +87,13 @@ export abstract class Queryable {
   /** Sends a request whose promise the caller awaits, traced when anybody listens: returns that promise. */
   private traced<T>(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request, promise: Promise<T>, route?: RouteOptions): Promise<T> {
     const base = this.defaults().trace
+    const sink = (route as QueryOptions | undefined)?.[sentTo]
+    if (sink !== undefined) sink.request = req as unknown as Abortable
     const send = (): void => {
+      if (sink !== undefined && req.sentTrace != null && req.sentTrace !== sink) sink.via = req.sentTrace
       if (!req.dropped) this.send(req, route)
     }
     if (base !== undefined && active(queryChannel)) return traceQuery(base, kind, text, values, promise, send, req)
-    const sink = (route as QueryOptions | undefined)?.[sentTo]
     if (sink !== undefined) req.sentTrace = sink
     send()
     return promise
@@ -100,7 +102,10 @@ export abstract class Queryable {
   /** Sends a request that keeps its connection (a stream, cursor or COPY), traced aside when anybody listens. */
   private aside(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
     const sink = (route as QueryOptions | undefined)?.[sentTo]
-    if (sink !== undefined) req.sentTrace = sink
+    if (sink !== undefined) {
+      sink.request = req as unknown as Abortable
+      if (!active(queryChannel)) req.sentTrace = sink
+    }
     sendTraced(this.defaults().trace, kind, text, values, req, () => {
       this.coalescing?.sent(req)
       this.dispatchExclusive(req, route)
@@ -150,7 +155,10 @@ export abstract class Queryable {
     }
     if (active(queryChannel)) return this.traced('query', text, values, req, req.promise as Promise<Result<R>>, options)
     const sink = options?.[sentTo]
-    if (sink !== undefined) (req as Request).sentTrace = sink
+    if (sink !== undefined) {
+      sink.request = req
+      ;(req as Request).sentTrace = sink
+    }
     if (!req.dropped) this.send(req, options)
     return req.promise as Promise<Result<R>>
   }

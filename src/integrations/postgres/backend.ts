@@ -1,5 +1,5 @@
 import { inspect } from 'node:util'
-import type { ConnectionState, SentTrace } from '../../index.js'
+import type { ConnectionState, QuerySink, SentTrace } from '../../index.js'
 
 // Which connection ran a query: postgres.js numbers its connections (the
 // first argument of the `debug` function) and puts the connection's backend
@@ -8,12 +8,19 @@ import type { ConnectionState, SentTrace } from '../../index.js'
 // takes it; a lane keeps its identity across reconnections, as a postgres.js
 // connection does, so its number stays and its state follows the new backend.
 
-/** A query's connection, filled in when a connection takes it (see SentTrace). */
-export class Sent implements SentTrace {
+/** A query's request (which cancel() aborts) and connection, filled in as it is sent (see QuerySink). */
+export class Sent implements QuerySink {
   serverAddress = ''
   serverPort = 0
   inflight = 0
   connection: ConnectionState | undefined = undefined
+  request: QuerySink['request'] = undefined
+  via: SentTrace | null | undefined = undefined
+
+  /** The connection that took the query: told to this object, or to its trace while queries are traced. */
+  get where(): ConnectionState | undefined {
+    return this.connection ?? this.via?.connection
+  }
 }
 
 let count = 0
@@ -59,9 +66,16 @@ const backends = new WeakMap<ConnectionState, Backend>()
 /** What a result says of a query no connection took (none known). */
 export const noBackend = new Backend(undefined)
 
+// Pipelined queries mostly go to the connection the last one went to: its backend is kept at hand.
+let last: ConnectionState | undefined
+let lastBackend = noBackend
+
 export function backendOf(connection: ConnectionState | undefined): Backend {
+  if (connection === last) return lastBackend
   if (connection === undefined) return noBackend
   let b = backends.get(connection)
   if (b === undefined) backends.set(connection, (b = new Backend(connection)))
+  last = connection
+  lastBackend = b
   return b
 }

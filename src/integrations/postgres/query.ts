@@ -1,4 +1,4 @@
-import { sentTo, type CopyInStream, type CopyOutStream, type Pool, type QueryOptions, type Result as CoreResult } from '../../index.js'
+import { AbortError, sentTo, type CopyInStream, type CopyOutStream, type Pool, type QueryOptions, type Result as CoreResult } from '../../index.js'
 import { backendOf, Sent, type Backend } from './backend.js'
 import { build, isFragment, unsafeValues } from './build.js'
 import { CANCELED, generic, PostgresError, toPostgresError, type Endpoint, type ErrorContext } from './errors.js'
@@ -35,41 +35,15 @@ export interface Handler {
 export const CLOSE = {}
 
 // Cancellation. pipegres cancels a query through its AbortSignal, but an
-// AbortController per query costs more than a pipelined query itself. So the
-// queries issued in one turn of the event loop share one controller, reused
-// while none of its queries is pending. cancel() aborts it once the query to
-// cancel is the last of its turn still pending (at once in the usual case).
-class CancelGroup {
-  readonly controller = new AbortController()
-  pending = 0
-  cancelling = 0
-  /**
-   * A query's options: the signal and the object its connection fills in,
-   * with rowMode and prepare only where they are not pipegres's defaults
-   * (options that set nothing cost pipegres no settings of their own).
-   */
-  optionsFor(rowMode: 'array' | 'object', prepare: boolean, sent: Sent): QueryOptions {
-    if (prepare && rowMode === 'object') return { signal: this.controller.signal, [sentTo]: sent }
-    return { rowMode, prepare, signal: this.controller.signal, [sentTo]: sent }
-  }
-  settle(): void {
-    this.pending--
-    if (this.cancelling > 0 && this.pending === this.cancelling) this.controller.abort()
-  }
-}
-let group: CancelGroup | undefined
-let groupOpen = false
-const closeGroup = (): void => {
-  groupOpen = false
-}
-function joinGroup(): CancelGroup {
-  if (!groupOpen) {
-    if (group === undefined || group.pending !== 0 || group.cancelling !== 0 || group.controller.signal.aborted) group = new CancelGroup()
-    groupOpen = true
-    queueMicrotask(closeGroup)
-  }
-  group!.pending++
-  return group!
+// AbortSignal watched by each query costs more than a pipelined query itself.
+// So a query's `sentTo` object is handed its request instead, which cancel()
+// aborts: dropped if it was not written yet, cancelled on the server (only it)
+// if it is running. A query cancelled before it is sent fails at once.
+
+/** A query's options: its `sentTo` object, with rowMode and prepare only where they are not pipegres's defaults. */
+function optionsFor(rowMode: 'array' | 'object', prepare: boolean, sent: Sent): QueryOptions {
+  if (prepare && rowMode === 'object') return { [sentTo]: sent }
+  return { rowMode, prepare, [sentTo]: sent }
 }
 
 function cancelledError(): PostgresError {
@@ -140,7 +114,8 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #cursor: { n: number; fn: (rows: unknown[], result: unknown) => unknown } | undefined
   #forEach: ((row: unknown, result: unknown) => unknown) | undefined
   #promise: Promise<unknown> | undefined
-  #group: CancelGroup | undefined
+  /** The query's request and connection, once sent. */
+  #sent: Sent | undefined
   #cancelled = false
   #settled = false
   #origin: string | undefined
@@ -199,13 +174,9 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   /** Cancels the query: on the server when it is running, at once when it has not been sent. */
   cancel(): void {
     if (this.#settled) return
-    if (this.#promise === undefined || this.#group === undefined) {
-      this.#cancelled = true
-      return
-    }
-    const g = this.#group
-    g.cancelling++
-    if (g.pending === g.cancelling) g.controller.abort()
+    const request = this.#sent?.request
+    if (request === undefined) this.#cancelled = true
+    else request.abort(new AbortError('the query was aborted'))
   }
   /** Calls fn for each row, as rows arrive; resolves with an empty result carrying the columns. */
   forEach(fn: (row: unknown, result: unknown) => unknown): PendingQuery<Result<never>> {
@@ -302,7 +273,8 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const refused = h.refuse(text)
     if (refused !== undefined) return Promise.reject(refused)
     if (values.length > 65534) return Promise.reject(generic('MAX_PARAMETERS_EXCEEDED', 'Max number of parameters (65534) exceeded'))
-    const sent = new Sent()
+    if (this.#cancelled) return Promise.reject(cancelledError())
+    const sent = (this.#sent = new Sent())
     if (this.#describe) {
       const described = h.runner.describe(text, { [sentTo]: sent }).then(
         (d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }),
@@ -316,34 +288,32 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const statement = statementOf(text, prepare && !simple)
     const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
     if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch((err: unknown) => this.#fail(err, text, values))
-    const g = (this.#group = joinGroup())
     let out: Promise<unknown>
     if (simple) {
-      out = h.runner.simpleQuery(text, { rowMode, signal: g.controller.signal, [sentTo]: sent }).then(
+      out = h.runner.simpleQuery(text, { rowMode, [sentTo]: sent }).then(
         (rs) => {
-          this.#settle(g)
-          const state = backendOf(sent.connection)
+          this.#settled = true
+          const state = backendOf(sent.where)
           const all = rs.map((r) => this.#result(r as CoreResult<unknown>, { ...statement, columns: [] }, state))
           return all.length === 1 ? all[0] : all
         },
         (err: unknown) => {
-          this.#settle(g)
+          this.#settled = true
           return this.#fail(err, text, values)
         },
       )
     } else {
       const usePrepared = prepare && !stale.has(text)
-      // One handler each way, which settles the query's cancel group: a pipelined query is cheap enough that each
-      // promise (and closure) more in its chain shows.
-      out = h.runner.query(text, values, g.optionsFor(rowMode, usePrepared, sent)).then(
+      // One handler each way: a pipelined query is cheap enough that each promise (and closure) more in its chain shows.
+      out = h.runner.query(text, values, optionsFor(rowMode, usePrepared, sent)).then(
         (core) => {
-          this.#settle(g)
-          return this.#result(core, statement, backendOf(sent.connection))
+          this.#settled = true
+          return this.#result(core, statement, backendOf(sent.where))
         },
         (err: unknown) => this.#failed(err, text, values, statement, usePrepared, sent),
       )
     }
-    if (h.options.debug !== false && typeof h.options.debug === 'function') this.#debug(sent, text, values, out)
+    if (typeof h.options.debug === 'function') this.#debug(sent, text, values, out)
     return out
   }
 
@@ -355,31 +325,30 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #debug(sent: Sent, text: string, values: unknown[], out: Promise<unknown>): void {
     const debug = this.#handler.options.debug
     if (typeof debug !== 'function') return
-    const call = (): void => debug(backendOf(sent.connection).id, text, values, [])
-    if (sent.connection !== undefined) call()
+    const call = (): void => debug(backendOf(sent.where).id, text, values, [])
+    if (sent.where !== undefined) call()
     else out.then(call, call)
   }
 
   /** A query's failure: a prepared statement a table change broke (its parameter or result types changed) runs again unnamed. */
   #failed(err: unknown, text: string, values: unknown[], statement: Statement, usePrepared: boolean, sent: Sent): Promise<unknown> {
     const h = this.#handler
-    const g = this.#group!
     // Unnamed, outside a transaction block, from then on; the error inside one stands, as the block is aborted anyway.
     if (!(usePrepared && h.retries && isStale(err))) {
-      this.#settle(g)
+      this.#settled = true
       return this.#fail(err, text, values)
     }
     if (stale.size > 10_000) stale.clear()
     stale.add(text)
     const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
-    const again = new Sent()
-    return h.runner.query(text, values, g.optionsFor(rowMode, false, again)).then(
+    const again = (this.#sent = new Sent())
+    return h.runner.query(text, values, optionsFor(rowMode, false, again)).then(
       (core) => {
-        this.#settle(g)
-        return this.#result(core, statement, backendOf(again.connection ?? sent.connection))
+        this.#settled = true
+        return this.#result(core, statement, backendOf(again.where ?? sent.where))
       },
       (second: unknown) => {
-        this.#settle(g)
+        this.#settled = true
         // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
         return this.#fail((second as { code?: unknown }).code === '25P02' ? err : second, text, values)
       },
@@ -391,10 +360,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     throw toPostgresError(err, this.#handler.endpoint, this.#context(text, values))
   }
 
-  #settle(g: CancelGroup): void {
-    this.#settled = true
-    g.settle()
-  }
+
 
   #result(core: CoreResult<unknown>, statement: Statement, state: Backend): unknown {
     const h = this.#handler
@@ -412,7 +378,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   async #runCursor(text: string, values: unknown[], statement: Statement, rowMode: 'array' | 'object'): Promise<unknown> {
     const h = this.#handler
     const { n, fn } = this.#cursor!
-    const sent = new Sent()
+    const sent = (this.#sent = new Sent())
     const cur = h.runner.cursor(text, values, { batchSize: n, rowMode, [sentTo]: sent })
     let command = ''
     try {
@@ -421,14 +387,14 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
       for (let read = first; ; read = cur.read()) {
         const rows = await read
         if (rows.length === 0) break
-        const r = toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.connection))
+        const r = toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
         command = 'SELECT'
         if ((await fn(r, r)) === CLOSE) break
       }
     } finally {
       await cur.close().catch(() => undefined)
     }
-    return emptyResult(statement, command, null, backendOf(sent.connection))
+    return emptyResult(statement, command, null, backendOf(sent.where))
   }
 
   async *#iterate(n: number): AsyncGenerator<unknown[], void, undefined> {
@@ -451,7 +417,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
           throw toPostgresError(err, h.endpoint, this.#context(text, values))
         }
         if (rows.length === 0) return
-        yield toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.connection))
+        yield toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
       }
     } finally {
       await cur.close().catch(() => undefined)
