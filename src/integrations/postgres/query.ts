@@ -91,6 +91,9 @@ function isStale(err: unknown): boolean {
 }
 
 type Mode = 'object' | 'values' | 'raw'
+
+/** No value yet (a result may be anything, undefined included). */
+const NONE = {}
 type Kind = 'tagged' | 'unsafe' | 'file'
 
 export interface UnsafeOptions {
@@ -114,6 +117,12 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #cursor: { n: number; fn: (rows: unknown[], result: unknown) => unknown } | undefined
   #forEach: ((row: unknown, result: unknown) => unknown) | undefined
   #promise: Promise<unknown> | undefined
+  /** Set when #promise is pipegres's own (see then()): what turns its result or error into postgres.js's. */
+  #direct: { text: string; values: unknown[]; statement: Statement; usePrepared: boolean; sent: Sent } | undefined
+  /** postgres.js's result, once made. */
+  #value: unknown = NONE
+  /** The outcome after a failure of #promise: its error as postgres.js's, or the query run again. */
+  #recovery: Promise<unknown> | undefined
   /** The query's request and connection, once sent. */
   #sent: Sent | undefined
   #cancelled = false
@@ -133,14 +142,32 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     this.#origin = debug ? frames() : kind === 'tagged' ? origins.get(strings) : undefined
   }
 
+  // A query by the extended protocol (the usual case) keeps pipegres's promise
+  // as its own, and each then() makes postgres.js's result (once, the same for
+  // every then()) in the handler it adds: no promise in between, which a
+  // pipelined query would feel.
   then<A = T, B = never>(onfulfilled?: ((value: T) => A | PromiseLike<A>) | null, onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
-    return (this.#start() as Promise<T>).then(onfulfilled, onrejected)
+    const p = this.#start()
+    if (this.#direct === undefined) return (p as Promise<T>).then(onfulfilled, onrejected)
+    return (p as Promise<CoreResult<unknown>>).then(
+      (core) => {
+        let v: unknown
+        try {
+          v = this.#done(core)
+        } catch (err) {
+          if (typeof onrejected === 'function') return onrejected(err)
+          throw err
+        }
+        return typeof onfulfilled === 'function' ? onfulfilled(v as T) : (v as A)
+      },
+      (err: unknown) => ((this.#recovery ??= this.#recover(err)) as Promise<T>).then(onfulfilled, onrejected),
+    )
   }
   catch<B = never>(onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<T | B> {
-    return (this.#start() as Promise<T>).catch(onrejected)
+    return this.then(undefined, onrejected)
   }
   finally(onfinally?: (() => void) | null): Promise<T> {
-    return (this.#start() as Promise<T>).finally(onfinally)
+    return this.then().finally(onfinally)
   }
   get [Symbol.toStringTag](): string {
     return 'PendingQuery'
@@ -304,14 +331,8 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
       )
     } else {
       const usePrepared = prepare && !stale.has(text)
-      // One handler each way: a pipelined query is cheap enough that each promise (and closure) more in its chain shows.
-      out = h.runner.query(text, values, optionsFor(rowMode, usePrepared, sent)).then(
-        (core) => {
-          this.#settled = true
-          return this.#result(core, statement, backendOf(sent.where))
-        },
-        (err: unknown) => this.#failed(err, text, values, statement, usePrepared, sent),
-      )
+      out = h.runner.query(text, values, optionsFor(rowMode, usePrepared, sent))
+      this.#direct = { text, values, statement, usePrepared, sent }
     }
     if (typeof h.options.debug === 'function') this.#debug(sent, text, values, out)
     return out
@@ -328,6 +349,23 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const call = (): void => debug(backendOf(sent.where).id, text, values, [])
     if (sent.where !== undefined) call()
     else out.then(call, call)
+  }
+
+  /** postgres.js's result of pipegres's, made once. */
+  #done(core: CoreResult<unknown>): unknown {
+    if (this.#value !== NONE) return this.#value
+    this.#settled = true
+    const d = this.#direct!
+    return (this.#value = this.#result(core, d.statement, backendOf(d.sent.where)))
+  }
+
+  #recover(err: unknown): Promise<unknown> {
+    const d = this.#direct!
+    try {
+      return this.#failed(err, d.text, d.values, d.statement, d.usePrepared, d.sent)
+    } catch (failure) {
+      return Promise.reject(failure)
+    }
   }
 
   /** A query's failure: a prepared statement a table change broke (its parameter or result types changed) runs again unnamed. */
