@@ -1,3 +1,4 @@
+// One class, whole: a connection's life is one state machine (connecting, held, sending, lost), which every part of it reads.
 import type { ConnectionConfig } from '../config/types.js'
 import { queryLost } from '../connection/closed-errors.js'
 import { openConnection } from '../connection/connect.js'
