@@ -8,7 +8,7 @@ import type { ConnectionState, QuerySink, SentTrace } from '../../index.js'
 // takes it; a lane keeps its identity across reconnections, as a postgres.js
 // connection does, so its number stays and its state follows the new backend.
 
-/** A query's request (which cancel() aborts) and connection, filled in as it is sent (see QuerySink). */
+/** @internal A query's request (which cancel() aborts) and connection, filled in as it is sent (see QuerySink). */
 export class Sent implements QuerySink {
   serverAddress = ''
   serverPort = 0
@@ -36,6 +36,7 @@ export class Backend {
   /** postgres.js's connection number, as the debug function gets it. */
   readonly id: number
 
+  /** @internal */
   constructor(connection: ConnectionState | undefined) {
     this.#connection = connection
     this.id = connection === undefined ? 0 : ++count
@@ -70,6 +71,7 @@ export const noBackend = new Backend(undefined)
 let last: ConnectionState | undefined
 let lastBackend = noBackend
 
+/** @internal */
 export function backendOf(connection: ConnectionState | undefined): Backend {
   if (connection === last) return lastBackend
   if (connection === undefined) return noBackend
