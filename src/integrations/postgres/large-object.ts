@@ -1,6 +1,5 @@
 import { Readable, Writable } from 'node:stream'
 import type { Result } from './result.js'
-import type { Sql } from './sql.js'
 
 // sql.largeObject(oid?, mode?): a large object opened on the server's lo_*
 // functions, inside a transaction of its own (a large object descriptor lives
@@ -41,8 +40,11 @@ function checkOffset(x: unknown, what: string): number {
   return x
 }
 
-/** postgres.js's sql.largeObject() on the root `sql`. */
-export function largeObject(sql: Sql, oid?: number, mode: number = INV_WRITE | INV_READ): Promise<LargeObject> {
+/** A transaction's tagged template, as far as a large object uses it. */
+type Tag = (strings: TemplateStringsArray, ...args: unknown[]) => PromiseLike<unknown>
+
+/** postgres.js's sql.largeObject(), its transactions begun by `begin` (the root sql's begin()). */
+export function largeObject(begin: (fn: (tx: Tag) => Promise<void>) => Promise<unknown>, oid?: number, mode: number = INV_WRITE | INV_READ): Promise<LargeObject> {
   if (oid !== undefined && oid !== null && oid !== 0 && (typeof oid !== 'number' || !Number.isInteger(oid) || oid < 0 || oid > 0xffffffff)) {
     return Promise.reject(new TypeError(`sql.largeObject() needs the OID of a large object (an integer from 1 to 4294967295), not ${String(oid)}`))
   }
@@ -56,7 +58,7 @@ export function largeObject(sql: Sql, oid?: number, mode: number = INV_WRITE | I
     const closing = new Promise<void>((ok, fail) => {
       finish = (err) => (err === undefined ? ok() : fail(err))
     })
-    const transaction = sql.begin(async (tx) => {
+    const transaction = begin(async (tx) => {
       const id = oid ? oid : ((await tx`select lo_creat(-1) as oid`) as Result<{ oid: number }>)[0]!.oid
       const fd = ((await tx`select lo_open(${id}, ${mode}) as fd`) as Result<{ fd: number }>)[0]!.fd
       opened = true
@@ -72,7 +74,7 @@ export function largeObject(sql: Sql, oid?: number, mode: number = INV_WRITE | I
   })
 }
 
-function open(tx: Sql, oid: number, fd: number, finish: (err?: unknown) => void, transaction: () => Promise<unknown>): LargeObject {
+function open(tx: Tag, oid: number, fd: number, finish: (err?: unknown) => void, transaction: () => Promise<unknown>): LargeObject {
   let closed: Promise<void> | undefined
   const lo: LargeObject = {
     oid,

@@ -198,7 +198,7 @@ export function rootSql(inst: Instance): Sql {
     reserve: () => reserve(inst),
     end: (o?: { timeout?: number | null }) => end(inst, o),
     close: () => end(inst, { timeout: 0 }),
-    largeObject: (oid?: number, mode?: number) => largeObject(sql, oid, mode),
+    largeObject: (oid?: number, mode?: number) => largeObject((fn) => sql.begin(fn as Fn<void>), oid, mode),
     subscribe: async (pattern: unknown, fn: unknown, onsubscribe?: unknown, onerror?: unknown): Promise<SubscribeHandle> => {
       await refusedWhenBroken(inst)
       return inst.subscriptions.subscribe(pattern, fn, onsubscribe, onerror)
