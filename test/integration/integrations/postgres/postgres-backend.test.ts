@@ -118,3 +118,30 @@ test('unsafe() without parameters: one statement by the extended protocol, value
   assert.deepEqual([...(await sql.unsafe('select 42 as x', [], { prepare: true }))], [{ x: 42 }])
   assert.deepEqual([...(await sql.unsafe('  -- nothing\n'))], [])
 })
+
+test('cancel() stops its query alone: running, written behind another, or not yet sent', { skip }, async () => {
+  const one = postgres(connectionString ?? {}, { max: 1, onnotice: () => {} })
+  try {
+    const running = one`select pg_sleep(5)`
+    const outcome = running.then(() => 'ran', (e: unknown) => (e as { code?: string }).code)
+    const behind = one`select pg_sleep(0.2), 1 as a`
+    const skipped = one`select 2 as b`
+    const after = one`select 3 as c`
+    const settled = Promise.allSettled([behind, skipped, after])
+    await new Promise((r) => setTimeout(r, 100))
+    const t0 = performance.now()
+    running.cancel()
+    skipped.cancel()
+    assert.equal(await outcome, '57014')
+    assert.ok(performance.now() - t0 < 2500, 'the running query was cancelled on the server')
+    const [b, s, a] = await settled
+    assert.equal(b.status, 'fulfilled')
+    assert.equal(s.status === 'rejected' && (s.reason as { code?: string }).code, '57014')
+    assert.equal(a.status === 'fulfilled' && (a.value as unknown as { c: number }[])[0]!.c, 3)
+    const early = one`select 1`
+    early.cancel()
+    assert.equal(await early.then(() => 'ran', (e: unknown) => (e as { code?: string }).code), '57014')
+  } finally {
+    await one.end()
+  }
+})
