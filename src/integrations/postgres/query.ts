@@ -1,6 +1,6 @@
 import { AbortError, sentTo, type CopyInStream, type CopyOutStream, type Pool, type QueryOptions, type Result as CoreResult } from '../../index.js'
 import { backendOf, Sent, type Backend } from './backend.js'
-import { build, isFragment, unsafeValues } from './build.js'
+import { build, isFragment, plainText, plainValues, unsafeValues } from './build.js'
 import { CANCELED, generic, PostgresError, toPostgresError, type Endpoint, type ErrorContext } from './errors.js'
 import type { ResolvedOptions } from './options.js'
 import { columnsOf, emptyResult, toResult, type Result, type Statement } from './result.js'
@@ -278,8 +278,13 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     // Tagged templates and unsafe() texts are sent in this turn, as written; only file() waits (for the file).
     if (this.#kind !== 'file') {
       try {
-        if (this.#kind === 'tagged') ({ text, values } = build(this, h.transform))
-        else {
+        if (this.#kind === 'tagged') {
+          const plain = plainValues(this, h.transform)
+          if (plain !== undefined) {
+            text = plainText(this.strings)
+            values = plain
+          } else ({ text, values } = build(this, h.transform))
+        } else {
           const given: unknown = this.strings[0]
           text = typeof given === 'string' ? given : String(given)
           values = unsafeValues(this.args, h.transform)
