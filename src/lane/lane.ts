@@ -330,7 +330,9 @@ export class Lane {
         trace.serverPort = host.port
       }
       trace.inflight = this.pendingQueries
-      trace.connection = this
+      // Not enumerable on a trace, which subscribers may print: the lane holds the connection's cancel key.
+      if ('connection' in trace) trace.connection = this
+      else Object.defineProperty(trace, 'connection', { value: this, configurable: true, writable: true })
     }
     this.route(req)
   }

@@ -119,6 +119,8 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #promise: Promise<unknown> | undefined
   /** Set when #promise is pipegres's own (see then()): what turns its result or error into postgres.js's. */
   #direct: { text: string; values: unknown[]; statement: Statement; usePrepared: boolean; sent: Sent } | undefined
+  /** Whether #promise is pipegres's own, which then() converts (see #direct). */
+  #raw = false
   /** postgres.js's result, once made. */
   #value: unknown = NONE
   /** The outcome after a failure of #promise: its error as postgres.js's, or the query run again. */
@@ -148,7 +150,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   // pipelined query would feel.
   then<A = T, B = never>(onfulfilled?: ((value: T) => A | PromiseLike<A>) | null, onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
     const p = this.#start()
-    if (this.#direct === undefined) return (p as Promise<T>).then(onfulfilled, onrejected)
+    if (!this.#raw) return (p as Promise<T>).then(onfulfilled, onrejected)
     return (p as Promise<CoreResult<unknown>>).then(
       (core) => {
         let v: unknown
@@ -254,6 +256,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #start(): Promise<unknown> {
     if (this.#promise === undefined) {
       this.#promise = this.#run()
+      this.#raw = this.#direct !== undefined
     }
     return this.#promise
   }
@@ -294,10 +297,15 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
       }
       return this.#send(text, values)
     }
-    return this.#statement().then(
-      (s) => this.#send(s.text, s.values),
-      (err: unknown) => Promise.reject(err),
-    )
+    // The file is read first: what #send gives is then converted here, not by then().
+    return this.#statement().then((s) => {
+      const sent = this.#send(s.text, s.values)
+      if (this.#direct === undefined) return sent
+      return sent.then(
+        (core) => this.#done(core as CoreResult<unknown>),
+        (err: unknown) => (this.#recovery ??= this.#recover(err)),
+      )
+    })
   }
 
   #send(text: string, values: unknown[]): Promise<unknown> {

@@ -84,6 +84,7 @@ export interface Sql {
   readonly parameters: Record<string, string>
   unsafe(text: string, args?: unknown[], options?: UnsafeOptions): PendingQuery<Result<any>>
   file(path: string | URL, args?: unknown[], options?: UnsafeOptions): PendingQuery<Result<any>>
+  file(path: string | URL, options?: UnsafeOptions): PendingQuery<Result<any>>
   begin<T>(fn: (sql: Sql) => T | Promise<T>): Promise<T extends readonly unknown[] ? { [K in keyof T]: Awaited<T[K]> } : Awaited<T>>
   begin<T>(mode: string, fn: (sql: Sql) => T | Promise<T>): Promise<T extends readonly unknown[] ? { [K in keyof T]: Awaited<T[K]> } : Awaited<T>>
   savepoint<T>(fn: (sql: Sql) => T | Promise<T>): Promise<Awaited<T>>

@@ -6,6 +6,7 @@ import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
 import { inspect } from 'node:util'
+import dc from 'node:diagnostics_channel'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import postgres from '../../../../src/integrations/postgres/index.js'
@@ -143,5 +144,45 @@ test('cancel() stops its query alone: running, written behind another, or not ye
     assert.equal(await early.then(() => 'ran', (e: unknown) => (e as { code?: string }).code), '57014')
   } finally {
     await one.end()
+  }
+})
+
+test('result.state while queries are traced; a trace never shows the connection', { skip }, async () => {
+  const seen: string[] = []
+  const handlers = {
+    start: () => {},
+    end: () => {},
+    asyncStart: () => {},
+    asyncEnd: (ctx: object) => void seen.push(inspect(ctx)),
+    error: () => {},
+  }
+  const channel = dc.tracingChannel('pipegres:query')
+  channel.subscribe(handlers)
+  try {
+    const r = await sql`select pg_backend_pid() as pid`
+    assert.equal(r.state.pid, r[0]!.pid)
+  } finally {
+    channel.unsubscribe(handlers)
+  }
+  assert.ok(seen.length > 0 && seen.every((t) => !t.includes('connection') && !t.includes('secret')), seen.join('\n'))
+})
+
+test('file(): a text read from a file runs as a query, with or without parameters, awaited twice', { skip }, async () => {
+  const { mkdtemp, writeFile, rm } = await import('node:fs/promises')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const dir = await mkdtemp(join(tmpdir(), 'pgjs-file-'))
+  try {
+    await writeFile(join(dir, 'one.sql'), 'select 1 as x')
+    await writeFile(join(dir, 'param.sql'), 'select $1::text as x')
+    const q = sql.file(join(dir, 'one.sql'))
+    assert.deepEqual([...(await q)], [{ x: 1 }])
+    assert.equal(await q, await q, 'the same result each time')
+    assert.deepEqual([...(await sql.file(join(dir, 'param.sql'), ['hello']))], [{ x: 'hello' }])
+    let seen: unknown
+    await sql.file(join(dir, 'one.sql'), { cache: false }).forEach((row) => void (seen = (row as { x: number }).x))
+    assert.equal(seen, 1)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
   }
 })
