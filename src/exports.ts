@@ -57,6 +57,10 @@ export { StartedTransaction, type StartTransactionOptions, type TransactionState
 export { Lsn } from './types/lsn.js'
 export type { TransactionOptions, TransactionRetry } from './queryable/transaction.js'
 export type { Queryable } from './queryable/queryable.js'
+/** @internal pipegres/postgres's way to learn which connection ran a query (result.state). */
+export { sentTo, type QuerySink } from './queryable/query-options.js'
+/** @internal */
+export type { SentTrace, ConnectionState } from './connection/request.js'
 export type { CopyFormatOptions } from './copy/options.js'
 export type { Listener, NotificationHandler } from './lane/notify.js'
 export type { QueryTrace, ConnectTrace, AcquireTrace, TracingOptions } from './trace/tracing.js'

@@ -68,8 +68,17 @@ export interface Request {
 /** What a query's trace learns when its request is handed to a connection (see Request.sentTrace). */
 export interface SentTrace {
   serverAddress: string
+  /** The connection (its lane, the same object across reconnections) that took the request. */
+  connection?: ConnectionState
   serverPort: number
   inflight: number
+}
+
+/** What a lane tells of its current connection (0 and undefined while it has none). */
+export interface ConnectionState {
+  readonly processId: number
+  /** The cancel key, 4 bytes (protocol 3.0) up to 256 (3.2). */
+  readonly secretKey: Uint8Array | undefined
 }
 
 /** Whether reads must be copied while `req` is in flight: see Request.keepsReads; what chunkEnd passes on may be kept too. */

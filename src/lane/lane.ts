@@ -1,3 +1,4 @@
+// One class, whole: a connection's life is one state machine (connecting, held, sending, lost), which every part of it reads.
 import type { ConnectionConfig } from '../config/types.js'
 import { queryLost } from '../connection/closed-errors.js'
 import { openConnection } from '../connection/connect.js'
@@ -329,6 +330,9 @@ export class Lane {
         trace.serverPort = host.port
       }
       trace.inflight = this.pendingQueries
+      // Not enumerable on a trace, which subscribers may print: the lane holds the connection's cancel key.
+      if ('connection' in trace) trace.connection = this
+      else Object.defineProperty(trace, 'connection', { value: this, configurable: true, writable: true })
     }
     this.route(req)
   }
@@ -466,6 +470,10 @@ export class Lane {
 
   get processId(): number {
     return this.conn?.processId ?? 0
+  }
+
+  get secretKey(): Uint8Array | undefined {
+    return this.conn?.secretKey
   }
 
   get transactionStatus(): TransactionStatus {

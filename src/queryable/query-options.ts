@@ -1,5 +1,7 @@
 import type { CopyFormatOptions } from '../copy/options.js'
 import type { CopyRow } from '../copy/rows.js'
+import type { SentTrace } from '../connection/request.js'
+import type { Abortable } from '../query/abort.js'
 import { ArgumentError } from '../errors.js'
 import { Lsn } from '../types/lsn.js'
 import type { QuerySettings, ResultLimits } from '../query/exchange.js'
@@ -46,8 +48,26 @@ export interface QuerySettingOptions {
   coalesce?: boolean
 }
 
+/**
+ * @internal A query option (query, simple query, describe, cursor): an object
+ * that is given the query's request (to abort it without an AbortSignal) and
+ * that the connection which takes the query fills in (SentTrace), for
+ * pipegres/postgres's cancel() and result.state. A symbol, so that option
+ * checks never see it.
+ */
+export const sentTo: unique symbol = Symbol('pipegres.sentTo')
+
+/** @internal What a `sentTo` object learns of its query. */
+export interface QuerySink extends SentTrace {
+  request?: Abortable | undefined
+  /** While queries are traced: the trace, which the connection fills in instead. */
+  via?: SentTrace | null | undefined
+}
+
 /** Per-query options. */
 export interface QueryOptions extends QuerySettingOptions {
+  /** @internal */
+  [sentTo]?: QuerySink
   /** Aborts the query: dropped if not sent yet, cancelled on the server if running. */
   signal?: AbortSignal
   /** Milliseconds after which the query is cancelled and rejects with a TimeoutError. */
@@ -81,7 +101,7 @@ export interface QueryDefaultOptions {
 // option of its interface, so an option added to one is known at once to
 // every call that takes it, and to the key check of each.
 const settingOptionNames: Record<keyof QuerySettingOptions, true> = { rowMode: true, prepare: true, types: true, maxRows: true, maxBytes: true, coalesce: true }
-const queryOnlyOptionNames: Record<Exclude<keyof QueryOptions, keyof QuerySettingOptions>, true> = { signal: true, timeout: true, readOnly: true, after: true }
+const queryOnlyOptionNames: Record<Exclude<keyof QueryOptions, keyof QuerySettingOptions | typeof sentTo>, true> = { signal: true, timeout: true, readOnly: true, after: true }
 const queryDefaultOptionNames: Record<keyof QueryDefaultOptions, true> = { rowMode: true, types: true, queryTimeout: true, maxRows: true, maxBytes: true, coalesce: true }
 const settingKeys = Object.keys(settingOptionNames) as (keyof QuerySettingOptions)[]
 /** The options of a Client or Pool that are defaults of its queries. */
@@ -95,6 +115,8 @@ export interface RouteOptions {
 
 /** Options of describe(). */
 export interface DescribeOptions extends RouteOptions {
+  /** @internal */
+  [sentTo]?: QuerySink
   signal?: AbortSignal
   timeout?: number
 }
@@ -167,6 +189,8 @@ export interface CopyToRowsOptions extends CopyFormatOptions, CopyOptions {
 export type CopyRowSource = Iterable<CopyRow> | AsyncIterable<CopyRow>
 
 export interface SimpleQueryOptions extends RouteOptions {
+  /** @internal */
+  [sentTo]?: QuerySink
   rowMode?: RowMode
   signal?: AbortSignal
   timeout?: number

@@ -95,11 +95,7 @@ export function build(t: Template, transform: Transform): { text: string; values
       break
     }
   }
-  if (plain) {
-    const values = new Array<unknown>(args.length)
-    for (let i = 0; i < args.length; i++) values[i] = value(args[i], transform)
-    return { text: plainText(strings), values }
-  }
+  if (plain) return { text: plainText(strings), values: unsafeValues(args, transform) }
   const out: Out = { values: [], transform }
   return { text: write(t, out, ''), values: out.values }
 }
@@ -263,7 +259,34 @@ function writeBuilder(b: Builder, out: Out, before: string): string {
 
 /** unsafe()'s parameters as pipegres takes them. */
 export function unsafeValues(args: readonly unknown[], transform: Transform): unknown[] {
-  const out = new Array<unknown>(args.length)
-  for (let i = 0; i < args.length; i++) out[i] = value(args[i], transform)
-  return out
+  return converted(args, transform)
 }
+
+/**
+ * The values as pipegres takes them: `args` itself when each is taken as it
+ * is (strings, numbers, null: the usual case), else a copy with those that
+ * are not converted. `args` is the query's own (a tagged template's rest
+ * parameter, or unsafe()'s array, which postgres.js keeps as well).
+ */
+function converted(args: readonly unknown[], transform: Transform): unknown[] {
+  let out: unknown[] | undefined
+  for (let i = 0; i < args.length; i++) {
+    const x = args[i]
+    const v = value(x, transform)
+    if (out === undefined) {
+      if (v === x) continue
+      out = args.slice(0, i)
+    }
+    out.push(v)
+  }
+  return out ?? (args as unknown[])
+}
+
+/** A template of plain values (no fragments or helpers): its values as pipegres takes them; undefined for any other. */
+export function plainValues(t: Template, transform: Transform): unknown[] | undefined {
+  const args = t.args
+  for (let i = 0; i < args.length; i++) if (special(args[i])) return undefined
+  return converted(args, transform)
+}
+
+export { plainText }

@@ -1,8 +1,10 @@
-import type { CopyInStream, CopyOutStream, Pool, Result as CoreResult } from '../../index.js'
-import { build, isFragment, unsafeValues } from './build.js'
+import { AbortError, sentTo, type CopyInStream, type CopyOutStream, type Pool, type QueryOptions, type Result as CoreResult } from '../../index.js'
+import { backendOf, Sent, type Backend } from './backend.js'
+import { build, isFragment, plainText, plainValues, unsafeValues } from './build.js'
 import { CANCELED, generic, PostgresError, toPostgresError, type Endpoint, type ErrorContext } from './errors.js'
 import type { ResolvedOptions } from './options.js'
 import { columnsOf, emptyResult, toResult, type Result, type Statement } from './result.js'
+import { needsSimple } from './statements.js'
 import type { Transform } from './transform.js'
 
 // A query as postgres.js gives it: a thenable made by the tagged template
@@ -33,40 +35,15 @@ export interface Handler {
 export const CLOSE = {}
 
 // Cancellation. pipegres cancels a query through its AbortSignal, but an
-// AbortController per query costs more than a pipelined query itself. So the
-// queries issued in one turn of the event loop share one controller, reused
-// while none of its queries is pending. cancel() aborts it once the query to
-// cancel is the last of its turn still pending (at once in the usual case).
-class CancelGroup {
-  readonly controller = new AbortController()
-  pending = 0
-  cancelling = 0
-  /** The options of its queries, by row mode and prepare: made once per group rather than per query. */
-  readonly options = new Map<string, { rowMode: 'array' | 'object'; prepare: boolean; signal: AbortSignal }>()
-  optionsFor(rowMode: 'array' | 'object', prepare: boolean): { rowMode: 'array' | 'object'; prepare: boolean; signal: AbortSignal } {
-    const key = prepare ? rowMode : rowMode + '!'
-    let o = this.options.get(key)
-    if (o === undefined) this.options.set(key, (o = { rowMode, prepare, signal: this.controller.signal }))
-    return o
-  }
-  settle(): void {
-    this.pending--
-    if (this.cancelling > 0 && this.pending === this.cancelling) this.controller.abort()
-  }
-}
-let group: CancelGroup | undefined
-let groupOpen = false
-const closeGroup = (): void => {
-  groupOpen = false
-}
-function joinGroup(): CancelGroup {
-  if (!groupOpen) {
-    if (group === undefined || group.pending !== 0 || group.cancelling !== 0 || group.controller.signal.aborted) group = new CancelGroup()
-    groupOpen = true
-    queueMicrotask(closeGroup)
-  }
-  group!.pending++
-  return group!
+// AbortSignal watched by each query costs more than a pipelined query itself.
+// So a query's `sentTo` object is handed its request instead, which cancel()
+// aborts: dropped if it was not written yet, cancelled on the server (only it)
+// if it is running. A query cancelled before it is sent fails at once.
+
+/** A query's options: its `sentTo` object, with rowMode and prepare only where they are not pipegres's defaults. */
+function optionsFor(rowMode: 'array' | 'object', prepare: boolean, sent: Sent): QueryOptions {
+  if (prepare && rowMode === 'object') return { [sentTo]: sent }
+  return { rowMode, prepare, [sentTo]: sent }
 }
 
 function cancelledError(): PostgresError {
@@ -114,6 +91,9 @@ function isStale(err: unknown): boolean {
 }
 
 type Mode = 'object' | 'values' | 'raw'
+
+/** No value yet (a result may be anything, undefined included). */
+const NONE = {}
 type Kind = 'tagged' | 'unsafe' | 'file'
 
 export interface UnsafeOptions {
@@ -131,12 +111,22 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #kind: Kind
   #options: UnsafeOptions
   #mode: Mode = 'object'
-  #simple: boolean
+  /** true: the simple protocol; false: the extended one; undefined: the simple one only for a text of several statements. */
+  #simple: boolean | undefined
   #describe = false
   #cursor: { n: number; fn: (rows: unknown[], result: unknown) => unknown } | undefined
   #forEach: ((row: unknown, result: unknown) => unknown) | undefined
   #promise: Promise<unknown> | undefined
-  #group: CancelGroup | undefined
+  /** Set when #promise is pipegres's own (see then()): what turns its result or error into postgres.js's. */
+  #direct: { text: string; values: unknown[]; statement: Statement; usePrepared: boolean; sent: Sent } | undefined
+  /** Whether #promise is pipegres's own, which then() converts (see #direct). */
+  #raw = false
+  /** postgres.js's result, once made. */
+  #value: unknown = NONE
+  /** The outcome after a failure of #promise: its error as postgres.js's, or the query run again. */
+  #recovery: Promise<unknown> | undefined
+  /** The query's request and connection, once sent. */
+  #sent: Sent | undefined
   #cancelled = false
   #settled = false
   #origin: string | undefined
@@ -148,20 +138,38 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     this.args = args
     this.#kind = kind
     this.#options = options
-    this.#simple = kind !== 'tagged' && ('simple' in options ? options.simple === true : args.length === 0)
+    this.#simple = kind === 'tagged' ? false : 'simple' in options ? options.simple === true : args.length === 0 ? undefined : false
     this.#file = file
     const debug = handler.options.debug
     this.#origin = debug ? frames() : kind === 'tagged' ? origins.get(strings) : undefined
   }
 
+  // A query by the extended protocol (the usual case) keeps pipegres's promise
+  // as its own, and each then() makes postgres.js's result (once, the same for
+  // every then()) in the handler it adds: no promise in between, which a
+  // pipelined query would feel.
   then<A = T, B = never>(onfulfilled?: ((value: T) => A | PromiseLike<A>) | null, onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
-    return (this.#start() as Promise<T>).then(onfulfilled, onrejected)
+    const p = this.#start()
+    if (!this.#raw) return (p as Promise<T>).then(onfulfilled, onrejected)
+    return (p as Promise<CoreResult<unknown>>).then(
+      (core) => {
+        let v: unknown
+        try {
+          v = this.#done(core)
+        } catch (err) {
+          if (typeof onrejected === 'function') return onrejected(err)
+          throw err
+        }
+        return typeof onfulfilled === 'function' ? onfulfilled(v as T) : (v as A)
+      },
+      (err: unknown) => ((this.#recovery ??= this.#recover(err)) as Promise<T>).then(onfulfilled, onrejected),
+    )
   }
   catch<B = never>(onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<T | B> {
-    return (this.#start() as Promise<T>).catch(onrejected)
+    return this.then(undefined, onrejected)
   }
   finally(onfinally?: (() => void) | null): Promise<T> {
-    return (this.#start() as Promise<T>).finally(onfinally)
+    return this.then().finally(onfinally)
   }
   get [Symbol.toStringTag](): string {
     return 'PendingQuery'
@@ -195,13 +203,9 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   /** Cancels the query: on the server when it is running, at once when it has not been sent. */
   cancel(): void {
     if (this.#settled) return
-    if (this.#promise === undefined || this.#group === undefined) {
-      this.#cancelled = true
-      return
-    }
-    const g = this.#group
-    g.cancelling++
-    if (g.pending === g.cancelling) g.controller.abort()
+    const request = this.#sent?.request
+    if (request === undefined) this.#cancelled = true
+    else request.abort(new AbortError('the query was aborted'))
   }
   /** Calls fn for each row, as rows arrive; resolves with an empty result carrying the columns. */
   forEach(fn: (row: unknown, result: unknown) => unknown): PendingQuery<Result<never>> {
@@ -252,6 +256,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #start(): Promise<unknown> {
     if (this.#promise === undefined) {
       this.#promise = this.#run()
+      this.#raw = this.#direct !== undefined
     }
     return this.#promise
   }
@@ -276,8 +281,13 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     // Tagged templates and unsafe() texts are sent in this turn, as written; only file() waits (for the file).
     if (this.#kind !== 'file') {
       try {
-        if (this.#kind === 'tagged') ({ text, values } = build(this, h.transform))
-        else {
+        if (this.#kind === 'tagged') {
+          const plain = plainValues(this, h.transform)
+          if (plain !== undefined) {
+            text = plainText(this.strings)
+            values = plain
+          } else ({ text, values } = build(this, h.transform))
+        } else {
           const given: unknown = this.strings[0]
           text = typeof given === 'string' ? given : String(given)
           values = unsafeValues(this.args, h.transform)
@@ -287,10 +297,15 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
       }
       return this.#send(text, values)
     }
-    return this.#statement().then(
-      (s) => this.#send(s.text, s.values),
-      (err: unknown) => Promise.reject(err),
-    )
+    // The file is read first: what #send gives is then converted here, not by then().
+    return this.#statement().then((s) => {
+      const sent = this.#send(s.text, s.values)
+      if (this.#direct === undefined) return sent
+      return sent.then(
+        (core) => this.#done(core as CoreResult<unknown>),
+        (err: unknown) => (this.#recovery ??= this.#recover(err)),
+      )
+    })
   }
 
   #send(text: string, values: unknown[]): Promise<unknown> {
@@ -298,74 +313,113 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const refused = h.refuse(text)
     if (refused !== undefined) return Promise.reject(refused)
     if (values.length > 65534) return Promise.reject(generic('MAX_PARAMETERS_EXCEEDED', 'Max number of parameters (65534) exceeded'))
-    if (typeof h.options.debug === 'function') h.options.debug(0, text, values, [])
-    const fail = (err: unknown): never => {
-      throw toPostgresError(err, h.endpoint, this.#context(text, values))
+    if (this.#cancelled) return Promise.reject(cancelledError())
+    const sent = (this.#sent = new Sent())
+    if (this.#describe) {
+      const described = h.runner.describe(text, { [sentTo]: sent }).then(
+        (d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }),
+        (err: unknown) => this.#fail(err, text, values),
+      )
+      this.#debug(sent, text, values, described)
+      return described
     }
-    if (this.#describe) return h.runner.describe(text).then((d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }), fail)
     const prepare = this.#kind === 'tagged' ? h.options.prepare : this.#options.prepare === true
-    const statement = statementOf(text, prepare && !this.#simple)
-    const arrays = this.#mode !== 'object'
-    const rowMode = arrays || h.transform.results ? 'array' : 'object'
-    if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch(fail)
-    const g = (this.#group = joinGroup())
-    if (this.#simple) {
-      return h.runner.simpleQuery(text, { rowMode, signal: g.controller.signal }).then(
+    const simple = this.#simple ?? needsSimple(text)
+    const statement = statementOf(text, prepare && !simple)
+    const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
+    if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch((err: unknown) => this.#fail(err, text, values))
+    let out: Promise<unknown>
+    if (simple) {
+      out = h.runner.simpleQuery(text, { rowMode, [sentTo]: sent }).then(
         (rs) => {
-          this.#settle(g)
-          const out = rs.map((r) => this.#result(r as CoreResult<unknown>, { ...statement, columns: [] }))
-          return out.length === 1 ? out[0] : out
+          this.#settled = true
+          const state = backendOf(sent.where)
+          const all = rs.map((r) => this.#result(r as CoreResult<unknown>, { ...statement, columns: [] }, state))
+          return all.length === 1 ? all[0] : all
         },
         (err: unknown) => {
-          this.#settle(g)
-          return fail(err)
+          this.#settled = true
+          return this.#fail(err, text, values)
         },
       )
+    } else {
+      const usePrepared = prepare && !stale.has(text)
+      out = h.runner.query(text, values, optionsFor(rowMode, usePrepared, sent))
+      this.#direct = { text, values, statement, usePrepared, sent }
     }
-    const usePrepared = prepare && !stale.has(text)
-    // One handler each way, which settles the query's cancel group: a pipelined query is cheap enough that each
-    // promise more in its chain shows.
-    return h.runner.query(text, values, g.optionsFor(rowMode, usePrepared)).then(
+    if (typeof h.options.debug === 'function') this.#debug(sent, text, values, out)
+    return out
+  }
+
+  /**
+   * Calls the debug function with the number of the connection the query went
+   * to: at once when a connection took it as it was sent (the usual case),
+   * else once it is answered.
+   */
+  #debug(sent: Sent, text: string, values: unknown[], out: Promise<unknown>): void {
+    const debug = this.#handler.options.debug
+    if (typeof debug !== 'function') return
+    const call = (): void => debug(backendOf(sent.where).id, text, values, [])
+    if (sent.where !== undefined) call()
+    else out.then(call, call)
+  }
+
+  /** postgres.js's result of pipegres's, made once. */
+  #done(core: CoreResult<unknown>): unknown {
+    if (this.#value !== NONE) return this.#value
+    this.#settled = true
+    const d = this.#direct!
+    return (this.#value = this.#result(core, d.statement, backendOf(d.sent.where)))
+  }
+
+  #recover(err: unknown): Promise<unknown> {
+    const d = this.#direct!
+    try {
+      return this.#failed(err, d.text, d.values, d.statement, d.usePrepared, d.sent)
+    } catch (failure) {
+      return Promise.reject(failure)
+    }
+  }
+
+  /** A query's failure: a prepared statement a table change broke (its parameter or result types changed) runs again unnamed. */
+  #failed(err: unknown, text: string, values: unknown[], statement: Statement, usePrepared: boolean, sent: Sent): Promise<unknown> {
+    const h = this.#handler
+    // Unnamed, outside a transaction block, from then on; the error inside one stands, as the block is aborted anyway.
+    if (!(usePrepared && h.retries && isStale(err))) {
+      this.#settled = true
+      return this.#fail(err, text, values)
+    }
+    if (stale.size > 10_000) stale.clear()
+    stale.add(text)
+    const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
+    const again = (this.#sent = new Sent())
+    return h.runner.query(text, values, optionsFor(rowMode, false, again)).then(
       (core) => {
-        this.#settle(g)
-        return this.#result(core, statement)
+        this.#settled = true
+        return this.#result(core, statement, backendOf(again.where ?? sent.where))
       },
-      (err: unknown) => {
-        // A prepared statement a table change broke (its parameter or result types changed): run unnamed, outside a
-        // transaction block, from then on; the error inside one stands, as the block is aborted anyway.
-        if (!(usePrepared && h.retries && isStale(err))) {
-          this.#settle(g)
-          return fail(err)
-        }
-        if (stale.size > 10_000) stale.clear()
-        stale.add(text)
-        return h.runner.query(text, values, g.optionsFor(rowMode, false)).then(
-          (core) => {
-            this.#settle(g)
-            return this.#result(core, statement)
-          },
-          (again: unknown) => {
-            this.#settle(g)
-            // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
-            return fail((again as { code?: unknown }).code === '25P02' ? err : again)
-          },
-        )
+      (second: unknown) => {
+        this.#settled = true
+        // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
+        return this.#fail((second as { code?: unknown }).code === '25P02' ? err : second, text, values)
       },
     )
   }
 
-  #settle(g: CancelGroup): void {
-    this.#settled = true
-    g.settle()
+  /** Rejects with pipegres's error as postgres.js's, with this query's text, parameters and call site. */
+  #fail(err: unknown, text: string, values: unknown[]): never {
+    throw toPostgresError(err, this.#handler.endpoint, this.#context(text, values))
   }
 
-  #result(core: CoreResult<unknown>, statement: Statement): unknown {
+
+
+  #result(core: CoreResult<unknown>, statement: Statement, state: Backend): unknown {
     const h = this.#handler
-    const r = toResult(core, h.transform, this.#mode !== 'object', statement)
+    const r = toResult(core, h.transform, this.#mode !== 'object', statement, state)
     if (this.#mode === 'raw') for (let i = 0; i < r.length; i++) r[i] = (r[i] as unknown[]).map(rawValue)
     if (this.#forEach !== undefined) {
       for (const row of r) this.#forEach(row, r)
-      const out = emptyResult(statement, r.command, r.count)
+      const out = emptyResult(statement, r.command, r.count, state)
       out.columns = r.columns
       return out
     }
@@ -375,20 +429,23 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   async #runCursor(text: string, values: unknown[], statement: Statement, rowMode: 'array' | 'object'): Promise<unknown> {
     const h = this.#handler
     const { n, fn } = this.#cursor!
-    const cur = h.runner.cursor(text, values, { batchSize: n, rowMode })
+    const sent = (this.#sent = new Sent())
+    const cur = h.runner.cursor(text, values, { batchSize: n, rowMode, [sentTo]: sent })
     let command = ''
     try {
-      for (;;) {
-        const rows = await cur.read()
+      const first = cur.read()
+      this.#debug(sent, text, values, first)
+      for (let read = first; ; read = cur.read()) {
+        const rows = await read
         if (rows.length === 0) break
-        const r = toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement)
+        const r = toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
         command = 'SELECT'
         if ((await fn(r, r)) === CLOSE) break
       }
     } finally {
       await cur.close().catch(() => undefined)
     }
-    return emptyResult(statement, command)
+    return emptyResult(statement, command, null, backendOf(sent.where))
   }
 
   async *#iterate(n: number): AsyncGenerator<unknown[], void, undefined> {
@@ -398,17 +455,20 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     if (refused !== undefined) throw refused
     const statement: Statement = { name: '', string: text, types: [], columns: [] }
     const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
-    const cur = h.runner.cursor(text, values, { batchSize: n, rowMode })
+    const sent = new Sent()
+    const cur = h.runner.cursor(text, values, { batchSize: n, rowMode, [sentTo]: sent })
     try {
-      for (;;) {
+      for (let first = true; ; first = false) {
         let rows: unknown[]
         try {
-          rows = await cur.read()
+          const read = cur.read()
+          if (first) this.#debug(sent, text, values, read)
+          rows = await read
         } catch (err) {
           throw toPostgresError(err, h.endpoint, this.#context(text, values))
         }
         if (rows.length === 0) return
-        yield toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement)
+        yield toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
       }
     } finally {
       await cur.close().catch(() => undefined)

@@ -1,4 +1,5 @@
 import type { Field, Result as CoreResult } from '../../index.js'
+import { noBackend, type Backend } from './backend.js'
 import type { ColumnInfo, Transform } from './transform.js'
 
 // pipegres's results as postgres.js gives them: the rows array itself, with
@@ -24,7 +25,8 @@ export interface ResultMeta {
   command: string
   columns: Column[]
   statement: Statement
-  state: { status: string; pid: number | undefined; secret: number | undefined }
+  /** The backend of the connection that ran the query: its pid and secret (cancel key). */
+  state: Backend
 }
 
 export type Result<T = Record<string, unknown>> = T[] & ResultMeta
@@ -47,13 +49,11 @@ export function columnsOf(fields: readonly Field[], transform: Transform): Colum
   return cols
 }
 
-const idle = Object.freeze({ status: 'I', pid: undefined, secret: undefined })
-
 /**
  * Turns a pipegres result into postgres.js's: `rows` are pipegres's rows
  * (objects, or arrays when `arrays` or a transform asked for them).
  */
-export function toResult(core: CoreResult<unknown>, transform: Transform, arrays: boolean, statement: Statement): Result<unknown> {
+export function toResult(core: CoreResult<unknown>, transform: Transform, arrays: boolean, statement: Statement, state: Backend = noBackend): Result<unknown> {
   const columns = core.fields.length === 0 ? noColumns : columnsOf(core.fields, transform)
   let rows = core.rows as unknown[]
   if (transform.results) rows = transformRows(rows as unknown[][], columns, transform, arrays)
@@ -63,7 +63,7 @@ export function toResult(core: CoreResult<unknown>, transform: Transform, arrays
   r.columns = columns
   if (statement.columns.length === 0 && columns.length > 0) statement.columns = columns
   r.statement = statement
-  r.state = idle
+  r.state = state
   return r
 }
 
@@ -88,12 +88,12 @@ function transformRows(rows: unknown[][], columns: Column[], t: Transform, array
 }
 
 /** An empty result with a statement's metadata (what forEach and cursors resolve with). */
-export function emptyResult(statement: Statement, command = '', count: number | null = null): Result<unknown> {
+export function emptyResult(statement: Statement, command = '', count: number | null = null, state: Backend = noBackend): Result<unknown> {
   const r = [] as unknown as Result<unknown>
   r.count = count
   r.command = command
   r.columns = statement.columns
   r.statement = statement
-  r.state = idle
+  r.state = state
   return r
 }

@@ -7,6 +7,7 @@ import type { ResolvedOptions } from './options.js'
 import { captureOrigin, CLOSE, PendingQuery, type Handler, type Runner, type UnsafeOptions } from './query.js'
 import { arrayParam } from './types.js'
 import type { Result } from './result.js'
+import { largeObject, type LargeObject } from './large-object.js'
 import type { SubscribeCallback, SubscribeHandle, Subscriptions } from './subscribe.js'
 
 // The `sql` function and what hangs on it, for the whole instance (a pipegres
@@ -83,6 +84,7 @@ export interface Sql {
   readonly parameters: Record<string, string>
   unsafe(text: string, args?: unknown[], options?: UnsafeOptions): PendingQuery<Result<any>>
   file(path: string | URL, args?: unknown[], options?: UnsafeOptions): PendingQuery<Result<any>>
+  file(path: string | URL, options?: UnsafeOptions): PendingQuery<Result<any>>
   begin<T>(fn: (sql: Sql) => T | Promise<T>): Promise<T extends readonly unknown[] ? { [K in keyof T]: Awaited<T[K]> } : Awaited<T>>
   begin<T>(mode: string, fn: (sql: Sql) => T | Promise<T>): Promise<T extends readonly unknown[] ? { [K in keyof T]: Awaited<T[K]> } : Awaited<T>>
   savepoint<T>(fn: (sql: Sql) => T | Promise<T>): Promise<Awaited<T>>
@@ -98,6 +100,8 @@ export interface Sql {
    */
   subscribe(pattern: string, fn: SubscribeCallback, onsubscribe?: () => void, onerror?: (err: unknown) => void): Promise<SubscribeHandle>
   end(options?: { timeout?: number | null }): Promise<void>
+  /** A large object (a new one without `oid`), open in a transaction of its own until its close(). */
+  largeObject(oid?: number, mode?: number): Promise<LargeObject>
   close(): Promise<void>
   array(xs: unknown[], type?: number): unknown
   json(value: unknown): TypedValue
@@ -107,6 +111,10 @@ export interface Sql {
   readonly CLOSE: object
   readonly END: object
 }
+
+// unsafe()'s defaults, shared: a query reads them and never changes them.
+const noArgs: unknown[] = []
+const noOptions: UnsafeOptions = {}
 
 function isTemplate(x: unknown): x is TemplateStringsArray {
   return Array.isArray(x) && Array.isArray((x as unknown as { raw?: unknown }).raw)
@@ -135,10 +143,10 @@ function makeSql(inst: Instance, handler: Handler): Sql {
     END: CLOSE,
     types,
     typed: types,
-    unsafe: (text: string, args: unknown[] = [], options: UnsafeOptions = {}) => {
+    unsafe: (text: string, args: unknown[] = noArgs, options: UnsafeOptions = noOptions) => {
       if (!Array.isArray(args)) {
         options = args as UnsafeOptions
-        args = []
+        args = noArgs
       }
       return new PendingQuery(handler, [text], args, 'unsafe', options)
     },
@@ -191,6 +199,7 @@ export function rootSql(inst: Instance): Sql {
     reserve: () => reserve(inst),
     end: (o?: { timeout?: number | null }) => end(inst, o),
     close: () => end(inst, { timeout: 0 }),
+    largeObject: (oid?: number, mode?: number) => largeObject((fn) => sql.begin(fn as Fn<void>), oid, mode),
     subscribe: async (pattern: unknown, fn: unknown, onsubscribe?: unknown, onerror?: unknown): Promise<SubscribeHandle> => {
       await refusedWhenBroken(inst)
       return inst.subscriptions.subscribe(pattern, fn, onsubscribe, onerror)
