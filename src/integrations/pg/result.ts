@@ -142,7 +142,7 @@ export class DatabaseError extends withServerFields(Error) {
 }
 
 /** A notice as pg emits it: the fields of an error, on a plain object (not an Error). */
-export class NoticeMessage extends withServerFields(Object) {
+export class NoticeMessage extends withServerFields(class {}) {
   readonly name = 'notice'
   message: string | undefined
 }
