@@ -4,7 +4,7 @@ import type { TypeCatalog } from '../types/catalog.js'
 import type { TypeView } from '../types/view.js'
 import { DelimitedCopyDecoder, DelimitedCopyEncoder, grown } from './delimited.js'
 import type { ResolvedCopyOptions } from './options.js'
-import { decodeError, type CopyColumn } from './rows.js'
+import type { CopyColumn } from './rows.js'
 
 // CSV COPY as PostgreSQL reads and writes it: fields separated by the
 // delimiter (',' by default), NULL as an unquoted empty field, the empty
@@ -114,62 +114,54 @@ export class CsvCopyDecoder extends DelimitedCopyDecoder {
     return -1
   }
 
-  protected row(buf: Uint8Array, s: number, e: number, out: unknown[]): void {
-    const n = this.rowCount + 1
+  protected fields(buf: Uint8Array, s: number, e: number, row: Record<string | number, unknown>, n: number): number {
     const rows = this.rows
-    const row = rows.start()
     const decoders = this.decoders
     const d = this.delimiter
     const q = this.quote
     const count = this.count
     let i = 0
     let p = s
-    if (count === 0) {
-      if (e !== s) throw this.fieldCount(n, 1)
-    } else {
-      try {
-        for (;;) {
-          if (i === count) throw this.fieldCount(n, i + 1)
-          let next: number
-          let v: unknown
-          // The common shapes decode straight from the payload: an unquoted field, or one quoted section with no escapes.
-          const first = p < e ? buf[p] : -1
-          if (first === q) {
-            const close = this.simpleQuoted(buf, p + 1, e)
-            if (close >= 0) {
-              v = decoders[i]!(buf, p + 1, close)
-              next = close + 1
-            } else next = this.complex(buf, p, e, n)
-          } else {
-            let k = p
-            while (k < e) {
-              const c = buf[k]!
-              if (c === d || c === q || c === CR) break
-              k++
-            }
-            if (k < e && buf[k] !== d) next = this.complex(buf, p, e, n)
-            else {
-              v = k === p ? null : decoders[i]!(buf, p, k)
-              next = k
-            }
+    try {
+      for (;;) {
+        if (i === count) throw this.fieldCount(n, i + 1)
+        let next: number
+        let v: unknown
+        // The common shapes decode straight from the payload: an unquoted field, or one quoted section with no escapes.
+        const first = p < e ? buf[p] : -1
+        if (first === q) {
+          const close = this.simpleQuoted(buf, p + 1, e)
+          if (close >= 0) {
+            v = decoders[i]!(buf, p + 1, close)
+            next = close + 1
+          } else next = this.complex(buf, p, e, n)
+        } else {
+          let k = p
+          while (k < e) {
+            const c = buf[k]!
+            if (c === d || c === q || c === CR) break
+            k++
           }
-          if (next < 0) {
-            // complex() left the value in the scratch buffer: -2 - its length, or NULL.
-            v = next === -1 ? null : decoders[i]!(this.scratch, 0, -2 - next)
-            next = this.complexEnd
+          if (k < e && buf[k] !== d) next = this.complex(buf, p, e, n)
+          else {
+            v = k === p ? null : decoders[i]!(buf, p, k)
+            next = k
           }
-          rows.put(row, i, v)
-          i++
-          if (next >= e) break
-          p = next + 1
         }
-      } catch (err) {
-        throw decodeError(err, n, this.names[Math.min(i, count - 1)]!, this.typeNames[Math.min(i, count - 1)]!)
+        if (next < 0) {
+          // complex() left the value in the scratch buffer: -2 - its length, or NULL.
+          v = next === -1 ? null : decoders[i]!(this.scratch, 0, -2 - next)
+          next = this.complexEnd
+        }
+        rows.put(row, i, v)
+        i++
+        if (next >= e) break
+        p = next + 1
       }
-      if (i !== count) throw this.fieldCount(n, i)
+    } catch (err) {
+      throw this.fieldError(err, n, i)
     }
-    this.rowCount = n
-    out.push(row)
+    return i
   }
 
   /**

@@ -5,7 +5,7 @@ import type { Codec, Decoder } from '../types/codec.js'
 import type { TypeView } from '../types/view.js'
 import { IncrementalDecoder, type CopyEncoder } from './incremental.js'
 import type { ResolvedCopyOptions } from './options.js'
-import { RowBuilder, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
+import { decodeError, RowBuilder, RowReader, typeLabel, valueError, type CopyColumn, type CopyRow } from './rows.js'
 
 // What the text and CSV formats share: rows are lines, fields are split by a
 // delimiter and hold the values' text forms; the formats differ in how a value
@@ -102,7 +102,33 @@ export abstract class DelimitedCopyDecoder extends IncrementalDecoder {
   /** The newline ending the row that starts at p, or -1 when it has not arrived. */
   protected abstract rowEnd(buf: Uint8Array, p: number, end: number): number
   /** Decodes the row [s, e) (without its newline) and appends it to out. */
-  protected abstract row(buf: Uint8Array, s: number, e: number, out: unknown[]): void
+  protected row(buf: Uint8Array, s: number, e: number, out: unknown[]): void {
+    const n = this.rowCount + 1
+    const row = this.rows.start()
+    const count = this.count
+    // A row of no columns is an empty line; otherwise the format splits the fields.
+    if (count === 0) {
+      if (e !== s) throw this.fieldCount(n, 1)
+    } else {
+      const fields = this.fields(buf, s, e, row, n)
+      if (fields !== count) throw this.fieldCount(n, fields)
+    }
+    this.rowCount = n
+    out.push(row)
+  }
+
+  /**
+   * Decodes the fields of row n, [s, e), into `row` and returns how many it
+   * read; a field past the last column, or one that does not decode, is
+   * thrown through fieldError.
+   */
+  protected abstract fields(buf: Uint8Array, s: number, e: number, row: Record<string | number, unknown>, n: number): number
+
+  /** What field i of row n failed with, naming its column (the last one for a field past them). */
+  protected fieldError(err: unknown, n: number, i: number): unknown {
+    const c = Math.min(i, this.count - 1)
+    return decodeError(err, n, this.names[c]!, this.typeNames[c]!)
+  }
 
   protected fieldCount(row: number, fields: number): ProtocolError {
     const count = this.count

@@ -4,7 +4,7 @@ import { utf8ReadStrict } from '../protocol/utf8.js'
 import type { TypeView } from '../types/view.js'
 import { DelimitedCopyDecoder, DelimitedCopyEncoder, grown } from './delimited.js'
 import type { ResolvedCopyOptions } from './options.js'
-import { decodeError, type CopyColumn } from './rows.js'
+import type { CopyColumn } from './rows.js'
 
 // Text COPY: one line per row, fields separated by the delimiter (tab by
 // default), \N for NULL. In a value, a backslash, a newline, a carriage return
@@ -124,56 +124,53 @@ export class TextCopyDecoder extends DelimitedCopyDecoder {
     }
   }
 
-  protected row(buf: Uint8Array, s: number, e: number, out: unknown[]): void {
+  /** The end-of-data marker \. is no row. */
+  protected override row(buf: Uint8Array, s: number, e: number, out: unknown[]): void {
     if (e - s === 2 && buf[s] === BACKSLASH && buf[s + 1] === 0x2e /* . */) {
       this.ended = true
       return
     }
-    const n = this.rowCount + 1
+    super.row(buf, s, e, out)
+  }
+
+  protected fields(buf: Uint8Array, s: number, e: number, row: Record<string | number, unknown>, n: number): number {
     const rows = this.rows
-    const row = rows.start()
     const decoders = this.decoders
     const d = this.delimiter
     const count = this.count
     let i = 0
     let p = s
-    if (count === 0) {
-      if (e !== s) throw this.fieldCount(n, 1)
-    } else {
-      try {
-        for (;;) {
-          let q = p
-          let escaped = false
-          while (q < e) {
-            const c = buf[q]!
-            if (c === d) break
-            if (c === BACKSLASH) {
-              escaped = true
-              q += 2
-            } else if (c === CR) throw new ProtocolError(`malformed COPY text data: row ${n} holds an unescaped carriage return`)
-            else q++
-          }
-          if (q > e) throw new ProtocolError(`malformed COPY text data: row ${n} ends with a lone backslash`)
-          if (i === count) throw this.fieldCount(n, i + 1)
-          let v: unknown
-          if (!escaped) v = decoders[i]!(buf, p, q)
-          else if (q - p === 2 && buf[p + 1] === 0x4e /* N */) v = null
-          else {
-            const len = this.unescape(buf, p, q, n)
-            v = decoders[i]!(this.scratch, 0, len)
-          }
-          rows.put(row, i, v)
-          i++
-          if (q >= e) break
-          p = q + 1
+    try {
+      for (;;) {
+        let q = p
+        let escaped = false
+        while (q < e) {
+          const c = buf[q]!
+          if (c === d) break
+          if (c === BACKSLASH) {
+            escaped = true
+            q += 2
+          } else if (c === CR) throw new ProtocolError(`malformed COPY text data: row ${n} holds an unescaped carriage return`)
+          else q++
         }
-      } catch (err) {
-        throw decodeError(err, n, this.names[Math.min(i, count - 1)]!, this.typeNames[Math.min(i, count - 1)]!)
+        if (q > e) throw new ProtocolError(`malformed COPY text data: row ${n} ends with a lone backslash`)
+        if (i === count) throw this.fieldCount(n, i + 1)
+        let v: unknown
+        if (!escaped) v = decoders[i]!(buf, p, q)
+        else if (q - p === 2 && buf[p + 1] === 0x4e /* N */) v = null
+        else {
+          const len = this.unescape(buf, p, q, n)
+          v = decoders[i]!(this.scratch, 0, len)
+        }
+        rows.put(row, i, v)
+        i++
+        if (q >= e) break
+        p = q + 1
       }
-      if (i !== count) throw this.fieldCount(n, i)
+    } catch (err) {
+      throw this.fieldError(err, n, i)
     }
-    this.rowCount = n
-    out.push(row)
+    return i
   }
 
   /** Undoes the escapes of the field [p, q) into the scratch buffer; returns its length. */

@@ -110,7 +110,12 @@ export function endBind(w: Writer, mark: number, resultFormats: ArrayLike<number
 
 /** Describe a prepared statement ('S') or a portal ('P'). */
 export function writeDescribe(w: Writer, kind: 'S' | 'P', name: string): void {
-  const m = w.begin(Frontend.Describe)
+  writeTarget(w, Frontend.Describe, kind, name)
+}
+
+/** Describe and Close name their target alike: 'S' (a statement) or 'P' (a portal), then its name. */
+function writeTarget(w: Writer, type: number, kind: 'S' | 'P', name: string): void {
+  const m = w.begin(type)
   w.u8(kind === 'S' ? 0x53 : 0x50)
   w.cstr(name)
   w.end(m)
@@ -150,10 +155,7 @@ export function writeExecuteSync(w: Writer): void {
 
 /** Close a prepared statement ('S') or a portal ('P'). */
 export function writeClose(w: Writer, kind: 'S' | 'P', name: string): void {
-  const m = w.begin(Frontend.Close)
-  w.u8(kind === 'S' ? 0x53 : 0x50)
-  w.cstr(name)
-  w.end(m)
+  writeTarget(w, Frontend.Close, kind, name)
 }
 
 /** A simple-protocol Query message. */

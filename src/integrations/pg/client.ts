@@ -1,12 +1,11 @@
 import { EventEmitter } from 'node:events'
 import { ConnectionError, Client as CoreClient, type Notification, type PgNotice } from '../../index.js'
+import { ClientBase } from './client-base.js'
 import { mapConfig, type PgClientConfig } from './config.js'
 import { pgQuery, promiseWrapper, refuseQuery, Session, type QueryHost } from './query.js'
 import { lossError, toPgError, toPgNotice } from './result.js'
-import { TypeOverrides, type TypeFormat } from './types.js'
-import type { TextParser } from './parsers.js'
+import { TypeOverrides } from './types.js'
 import { safeSsl } from './secrets.js'
-import { escapeIdentifier, escapeLiteral } from './values.js'
 
 type Done = (err?: Error | null) => void
 
@@ -15,7 +14,7 @@ type Done = (err?: Error | null) => void
  * (pg would queue them and send one at a time), in the order they were
  * issued, so a client used for a transaction behaves as with pg.
  */
-export class Client extends EventEmitter {
+export class Client extends ClientBase {
   readonly user: string | undefined
   readonly database: string | undefined
   readonly port: number
@@ -27,7 +26,7 @@ export class Client extends EventEmitter {
   readonly connection = new EventEmitter()
   private readonly core: CoreClient
   private readonly session: Session
-  private readonly overrides: TypeOverrides
+  protected readonly overrides: TypeOverrides
   private connectPromise: Promise<void> | null = null
   private ended: Promise<void> | null = null
   private dead: Error | null = null
@@ -184,22 +183,6 @@ export class Client extends EventEmitter {
   /** `await using client = new Client(...)`: end() when the scope exits, unless it was ended already. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.ended ?? this.end()
-  }
-
-  setTypeParser(oid: number, format: TypeFormat | TextParser, parser?: TextParser): void {
-    this.overrides.setTypeParser(oid, format, parser)
-  }
-
-  getTypeParser(oid: number, format?: TypeFormat): TextParser {
-    return this.overrides.getTypeParser(oid, format)
-  }
-
-  escapeIdentifier(name: string): string {
-    return escapeIdentifier(name)
-  }
-
-  escapeLiteral(value: string): string {
-    return escapeLiteral(value)
   }
 
   /** pg keeps the process alive while a client is open; pipegres's sockets are ordinary ones, so these do nothing. */

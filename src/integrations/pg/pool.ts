@@ -1,12 +1,11 @@
 import { EventEmitter } from 'node:events'
 import { Pool as CorePool, type ReservedClient, type PgNotice } from '../../index.js'
+import { ClientBase } from './client-base.js'
 import { mapConfig, type PgClientConfig } from './config.js'
 import { pgQuery, promiseWrapper, refuseQuery, Session, type PrepareMode, type QueryHost } from './query.js'
 import { lossError, toPgError, toPgNotice } from './result.js'
-import { TypeOverrides, type TypeFormat, type TypeParserSource } from './types.js'
-import type { TextParser } from './parsers.js'
+import { TypeOverrides, type TypeParserSource } from './types.js'
 import { safeConfig } from './secrets.js'
-import { escapeIdentifier, escapeLiteral } from './values.js'
 
 /** pg-pool's settings, on top of a client's. */
 export interface PgPoolConfig extends PgClientConfig {
@@ -24,7 +23,7 @@ type ConnectCallback = (err: Error | undefined, client?: PoolClient, done?: (rel
  * release(). The same object stands for the same server connection each time
  * it is handed out, as with pg.
  */
-export class PoolClient extends EventEmitter {
+export class PoolClient extends ClientBase {
   /** The reservation while checked out. */
   reserved: ReservedClient | null = null
   /** Its connection was lost while checked out: as with pg, it takes no more queries. */
@@ -32,7 +31,7 @@ export class PoolClient extends EventEmitter {
   /** The last release() under way: the pool's clean-up (a ROLLBACK, its hooks) of the connection. */
   private releasing: Promise<void> = Promise.resolve()
   readonly session: Session
-  private readonly overrides: TypeOverrides
+  protected readonly overrides: TypeOverrides
 
   constructor(
     private readonly pool: Pool,
@@ -90,22 +89,6 @@ export class PoolClient extends EventEmitter {
     if (callback === undefined) return Promise.resolve()
     process.nextTick(callback)
     return undefined
-  }
-
-  setTypeParser(oid: number, format: TypeFormat | TextParser, parser?: TextParser): void {
-    this.overrides.setTypeParser(oid, format, parser)
-  }
-
-  getTypeParser(oid: number, format?: TypeFormat): TextParser {
-    return this.overrides.getTypeParser(oid, format)
-  }
-
-  escapeIdentifier(name: string): string {
-    return escapeIdentifier(name)
-  }
-
-  escapeLiteral(value: string): string {
-    return escapeLiteral(value)
   }
 }
 

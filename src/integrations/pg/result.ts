@@ -32,21 +32,26 @@ export class Result {
   }
 }
 
+/** pipegres's description of a column in pg's words, `format` the one its values come in. */
+export function fieldDef(f: Field, format: FieldDef['format']): FieldDef {
+  return {
+    name: f.name,
+    tableID: f.tableOid,
+    columnID: f.columnNumber,
+    dataTypeID: f.typeOid,
+    dataTypeSize: f.typeSize,
+    dataTypeModifier: f.typeModifier,
+    format,
+  }
+}
+
 // A statement's description is shared by its executions: the converted fields are kept with it.
 const fieldCache = new WeakMap<readonly Field[], FieldDef[]>()
 
 function pgFields(fields: readonly Field[]): FieldDef[] {
   let out = fieldCache.get(fields)
   if (out === undefined) {
-    out = fields.map((f) => ({
-      name: f.name,
-      tableID: f.tableOid,
-      columnID: f.columnNumber,
-      dataTypeID: f.typeOid,
-      dataTypeSize: f.typeSize,
-      dataTypeModifier: f.typeModifier,
-      format: f.format === 1 ? 'binary' : 'text',
-    }))
+    out = fields.map((f) => fieldDef(f, f.format === 1 ? 'binary' : 'text'))
     fieldCache.set(fields, out)
   }
   // Each result gets its own array, as in pg, so callers may change it.
@@ -98,26 +103,37 @@ export function toPgResult(core: CoreResult<unknown[]>, types: TypeParserSource,
   return r
 }
 
-/** An error from the server, with pg's field names (position, internalPosition and line as strings). */
-export class DatabaseError extends Error {
-  length: number
-  severity: string | undefined
-  code: string | undefined
-  detail: string | undefined
-  hint: string | undefined
-  position: string | undefined
-  internalPosition: string | undefined
-  internalQuery: string | undefined
-  where: string | undefined
-  schema: string | undefined
-  table: string | undefined
-  column: string | undefined
-  dataType: string | undefined
-  constraint: string | undefined
-  file: string | undefined
-  line: string | undefined
-  routine: string | undefined
+type Constructor = new (...args: any[]) => object
 
+/**
+ * The fields pg declares on both DatabaseError and NoticeMessage, each an own
+ * property from the start (undefined until copyFields fills it), over
+ * whichever base the class has: Error for the one, a plain object for the other.
+ */
+function withServerFields<B extends Constructor>(Base: B) {
+  return class extends Base {
+    length = 0
+    severity: string | undefined
+    code: string | undefined
+    detail: string | undefined
+    hint: string | undefined
+    position: string | undefined
+    internalPosition: string | undefined
+    internalQuery: string | undefined
+    where: string | undefined
+    schema: string | undefined
+    table: string | undefined
+    column: string | undefined
+    dataType: string | undefined
+    constraint: string | undefined
+    file: string | undefined
+    line: string | undefined
+    routine: string | undefined
+  }
+}
+
+/** An error from the server, with pg's field names (position, internalPosition and line as strings). */
+export class DatabaseError extends withServerFields(Error) {
   constructor(message: string, length = 0, name = 'error') {
     super(message)
     this.length = length
@@ -126,26 +142,9 @@ export class DatabaseError extends Error {
 }
 
 /** A notice as pg emits it: the fields of an error, on a plain object (not an Error). */
-export class NoticeMessage {
+export class NoticeMessage extends withServerFields(class {}) {
   readonly name = 'notice'
-  length = 0
   message: string | undefined
-  severity: string | undefined
-  code: string | undefined
-  detail: string | undefined
-  hint: string | undefined
-  position: string | undefined
-  internalPosition: string | undefined
-  internalQuery: string | undefined
-  where: string | undefined
-  schema: string | undefined
-  table: string | undefined
-  column: string | undefined
-  dataType: string | undefined
-  constraint: string | undefined
-  file: string | undefined
-  line: string | undefined
-  routine: string | undefined
 }
 
 /**

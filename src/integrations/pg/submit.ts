@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events'
 import { Duplex, type Readable, type Writable } from 'node:stream'
 import type { Client as CoreClient, Cursor, Field, Result as CoreResult } from '../../index.js'
-import { toPgError } from './result.js'
+import { fieldDef, toPgError } from './result.js'
 import type { TypeParserSource } from './types.js'
 import { prepareValue } from './values.js'
 
@@ -46,15 +46,8 @@ function rowDescription(fields: readonly Field[]): object {
     name: 'rowDescription',
     length: 0,
     fieldCount: fields.length,
-    fields: fields.map((f) => ({
-      name: f.name,
-      tableID: f.tableOid,
-      columnID: f.columnNumber,
-      dataTypeID: f.typeOid,
-      dataTypeSize: f.typeSize,
-      dataTypeModifier: f.typeModifier,
-      format: 'text',
-    })),
+    // The dataRow messages that follow carry each value as text.
+    fields: fields.map((f) => fieldDef(f, 'text')),
   }
 }
 

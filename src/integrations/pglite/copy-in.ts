@@ -63,23 +63,23 @@ export function refusal(message: string, status: number): Uint8Array {
   return out
 }
 
-/** A simple Query message. */
-export function queryMessage(sql: string): Uint8Array {
-  const text = new TextEncoder().encode(sql)
+/** A message whose body is one NUL-terminated string. */
+function stringMessage(type: number, body: string): Uint8Array {
+  const text = new TextEncoder().encode(body)
   const out = new Uint8Array(6 + text.length)
-  out[0] = QUERY
+  out[0] = type
   new DataView(out.buffer).setInt32(1, 5 + text.length)
   out.set(text, 5)
   return out
 }
 
+/** A simple Query message. */
+export function queryMessage(sql: string): Uint8Array {
+  return stringMessage(QUERY, sql)
+}
+
 function copyFail(reason: string): Uint8Array {
-  const text = new TextEncoder().encode(reason)
-  const out = new Uint8Array(6 + text.length)
-  out[0] = COPY_FAIL
-  new DataView(out.buffer).setInt32(1, 5 + text.length)
-  out.set(text, 5)
-  return out
+  return stringMessage(COPY_FAIL, reason)
 }
 
 const SAVEPOINT = 'pipegres_pglite_copy_probe'
