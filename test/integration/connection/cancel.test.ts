@@ -168,7 +168,7 @@ describe('simpleQuery', () => {
 })
 
 describe('under load', () => {
-  test('50 cancels of a sleep with followers in flight: no follower is ever hit (before 18, only by a counted misfire)', async () => {
+  test('cancels of a sleep with followers in flight, 50 or more: no follower is ever hit (before 18, only by a counted misfire)', async () => {
     const clients = await Promise.all(Array.from({ length: 5 }, () => openClient()))
     let cancelledOnServer = 0
     let completedFirst = 0
@@ -176,7 +176,9 @@ describe('under load', () => {
       await Promise.all(
         clients.map(async (c) => {
           let hits = 0
-          for (let round = 0; round < 10; round++) {
+          // Ten rounds each, and more (up to forty) until more than ten sleeps were cancelled while
+          // running: on a loaded machine a cancel request can take longer than what is left of a sleep.
+          for (let round = 0; round < 10 || (cancelledOnServer <= 10 && round < 40); round++) {
             const sleepMs = 50 + Math.floor(Math.random() * 150)
             const ac = new AbortController()
             let settled = false
@@ -212,7 +214,7 @@ describe('under load', () => {
           assertMisfires(c.cancelMisfires, hits)
         }),
       )
-      assert.ok(cancelledOnServer > 10, `${cancelledOnServer} of 50 were cancelled while running, ${completedFirst} completed first`)
+      assert.ok(cancelledOnServer > 10, `${cancelledOnServer} were cancelled while running, ${completedFirst} completed first`)
     } finally {
       await Promise.all(clients.map((c) => c.end()))
     }
