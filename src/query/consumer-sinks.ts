@@ -47,10 +47,10 @@ function decode(q: RowSource, x: Exchange, buf: Uint8Array, start: number, end: 
 }
 
 /** stream(): rows one by one (the RowStream pauses reading while its reader lags). */
-export class StreamSink implements RowSink {
+export class StreamSink<C extends RowConsumer = RowConsumer> implements RowSink {
   readonly streams = true
 
-  constructor(private readonly consumer: RowConsumer) {}
+  constructor(protected readonly consumer: C) {}
 
   begin(q: RowSource, x: Exchange): void {
     planDecoded(q, x)
@@ -69,32 +69,17 @@ export class StreamSink implements RowSink {
   }
 }
 
-/** cursor(): rows a batch at a time, from a portal executed with a row limit (see portalPolicy). */
-export class CursorSink implements RowSink {
-  readonly streams = true
-
-  constructor(private readonly consumer: BatchConsumer) {}
-
-  begin(q: RowSource, x: Exchange): void {
-    planDecoded(q, x)
-    this.consumer.begin(x.fields, x.ctx)
-  }
-
-  row(q: RowSource, x: Exchange, buf: Uint8Array, start: number, end: number): void {
-    const row = decode(q, x, buf, start, end)
-    if (row !== FAILED) this.consumer.row(row)
-  }
-
+/**
+ * cursor(): rows a batch at a time, from a portal executed with a row limit
+ * (see portalPolicy): a stream's rows, and the end of each batch told.
+ */
+export class CursorSink extends StreamSink<BatchConsumer> {
   suspended(): void {
     this.consumer.batch(false)
   }
 
   /** The portal is exhausted: the last batch. */
-  complete(): void {
+  override complete(): void {
     this.consumer.batch(true)
-  }
-
-  outcome(q: RowSource, x: Exchange): Result<unknown> {
-    return resultOf(q, x)
   }
 }
