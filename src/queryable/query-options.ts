@@ -1,6 +1,6 @@
 import type { CopyFormatOptions } from '../copy/options.js'
 import type { CopyRow } from '../copy/rows.js'
-import type { SentTrace } from '../connection/request.js'
+import type { Request, SentTrace } from '../connection/request.js'
 import type { Abortable } from '../query/abort.js'
 import { ArgumentError } from '../errors.js'
 import { Lsn } from '../types/lsn.js'
@@ -62,6 +62,17 @@ export interface QuerySink extends SentTrace {
   request?: Abortable | undefined
   /** While queries are traced: the trace, which the connection fills in instead. */
   via?: SentTrace | null | undefined
+}
+
+/**
+ * @internal Links a request about to be handed to a connection with its
+ * `sentTo` object: the connection fills that object in, or, when the request
+ * is traced, the trace's context, which the object then reads through `via`.
+ */
+export function linkSentTo(sink: QuerySink, req: Request): void {
+  sink.request = req as unknown as Abortable
+  if (req.sentTrace == null) req.sentTrace = sink
+  else if (req.sentTrace !== sink) sink.via = req.sentTrace
 }
 
 /** Per-query options. */

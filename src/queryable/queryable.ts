@@ -13,7 +13,7 @@ import type { Writer } from '../protocol/writer.js'
 import { CopyIn } from '../query/copy.js'
 import { CopyOut } from '../query/copy-out.js'
 import { CopyRowsSink } from '../query/copy-rows.js'
-import { abortErrorOf, type Abortable } from '../query/abort.js'
+import { abortErrorOf } from '../query/abort.js'
 import { Cursor } from './cursor.js'
 import { CursorSink, StreamSink } from '../query/consumer-sinks.js'
 import { describeSink, type Description } from '../query/describe-sink.js'
@@ -32,7 +32,7 @@ import type { Coalescer } from './coalesce.js'
 export { Coalescer } from './coalesce.js'
 
 export * from './query-options.js'
-import { sentTo, checkOptionKeys, copyRowMode, settingsOf, queryOptionKeys, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { sentTo, linkSentTo, checkOptionKeys, copyRowMode, settingsOf, queryOptionKeys, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
 import { arm, checkQuery, declaredOf, makeSimpleQuery } from './query-requests.js'
 export { makeQuery, makeSimpleQuery } from './query-requests.js'
 
@@ -87,13 +87,11 @@ export abstract class Queryable {
   private traced<T>(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request, promise: Promise<T>, route?: RouteOptions): Promise<T> {
     const base = this.defaults().trace
     const sink = (route as QueryOptions | undefined)?.[sentTo]
-    if (sink !== undefined) sink.request = req as unknown as Abortable
     const send = (): void => {
-      if (sink !== undefined && req.sentTrace != null && req.sentTrace !== sink) sink.via = req.sentTrace
+      if (sink !== undefined) linkSentTo(sink, req)
       if (!req.dropped) this.send(req, route)
     }
     if (base !== undefined && active(queryChannel)) return traceQuery(base, kind, text, values, promise, send, req)
-    if (sink !== undefined) req.sentTrace = sink
     send()
     return promise
   }
@@ -101,11 +99,8 @@ export abstract class Queryable {
   /** Sends a request that keeps its connection (a stream, cursor or COPY), traced aside when anybody listens. */
   private aside(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request & { readonly promise: Promise<unknown> }, route?: RouteOptions): void {
     const sink = (route as QueryOptions | undefined)?.[sentTo]
-    if (sink !== undefined) {
-      sink.request = req as unknown as Abortable
-      if (!active(queryChannel)) req.sentTrace = sink
-    }
     sendTraced(this.defaults().trace, kind, text, values, req, () => {
+      if (sink !== undefined) linkSentTo(sink, req)
       this.coalescing?.sent(req)
       this.dispatchExclusive(req, route)
     })
@@ -154,10 +149,7 @@ export abstract class Queryable {
     }
     if (active(queryChannel)) return this.traced('query', text, values, req, req.promise as Promise<Result<R>>, options)
     const sink = options?.[sentTo]
-    if (sink !== undefined) {
-      sink.request = req
-      ;(req as Request).sentTrace = sink
-    }
+    if (sink !== undefined) linkSentTo(sink, req)
     if (!req.dropped) this.send(req, options)
     return req.promise as Promise<Result<R>>
   }
