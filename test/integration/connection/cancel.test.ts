@@ -24,6 +24,17 @@ after(async () => {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
+/** Waits (at most 10 s) until the backend `pid` is running `text`. */
+async function untilRunning(pid: number, text: string): Promise<void> {
+  const deadline = performance.now() + 10_000
+  for (;;) {
+    const st = await backendState(pid)
+    if (st?.state === 'active' && st.query === text) return
+    if (performance.now() > deadline) assert.fail(`the backend never ran ${text}: ${JSON.stringify(st)}`)
+    await sleep(5)
+  }
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b)
   const m = s.length >> 1
@@ -300,6 +311,9 @@ describe('under load', () => {
           const ac = new AbortController()
           const p = c.query('SELECT pg_sleep(10)', [], { signal: ac.signal })
           const fs = Array.from({ length: followers }, (_, k) => c.query('SELECT $1::int AS n', [k]))
+          // Until the server runs it, not a fixed 30 ms: on a loaded machine the previous round's
+          // cancel can still hold the writer then, and a query aborted unsent has no server error.
+          await untilRunning(c.processId, 'SELECT pg_sleep(10)')
           await sleep(30)
           const t0 = performance.now()
           ac.abort()

@@ -136,7 +136,10 @@ test('cancel() stops its query alone: running, written behind another, or not ye
     assert.equal(await outcome, '57014')
     assert.ok(performance.now() - t0 < 2500, 'the running query was cancelled on the server')
     const [b, s, a] = await settled
-    assert.equal(b.status, 'fulfilled')
+    // Before PostgreSQL 18 a cancel is two SIGINTs, and on a busy machine the second can land on
+    // the query behind the target: it fails with query_canceled (see test/support/cancel-checks.ts).
+    const major = Math.floor(Number((await one`select current_setting('server_version_num') as v`)[0]!.v) / 10_000)
+    if (b.status === 'rejected') assert.ok(major < 18 && (b.reason as { code?: string }).code === '57014', `the query behind failed on PostgreSQL ${major}: ${String(b.reason)}`)
     assert.equal(s.status === 'rejected' && (s.reason as { code?: string }).code, '57014')
     assert.equal(a.status === 'fulfilled' && (a.value as unknown as { c: number }[])[0]!.c, 3)
     const early = one`select 1`
