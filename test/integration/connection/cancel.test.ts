@@ -188,9 +188,10 @@ describe('under load', () => {
         clients.map(async (c) => {
           let hits = 0
           // Ten rounds each, and more (up to forty) until more than ten sleeps were cancelled while
-          // running: on a loaded machine a cancel request can take longer than what is left of a sleep.
+          // running: on a loaded machine a cancel request can take longer than what is left of a
+          // sleep, so the extra rounds sleep longer (0.3 to 1.5 s).
           for (let round = 0; round < 10 || (cancelledOnServer <= 10 && round < 40); round++) {
-            const sleepMs = 50 + Math.floor(Math.random() * 150)
+            const sleepMs = round < 10 ? 50 + Math.floor(Math.random() * 150) : 300 + Math.floor(Math.random() * 1200)
             const ac = new AbortController()
             let settled = false
             const target = c.query('SELECT pg_sleep($1::float8 / 1000)', [sleepMs], { signal: ac.signal })
