@@ -1,9 +1,9 @@
-import { AbortError, sentTo, type CopyInStream, type CopyOutStream, type Pool, type QueryOptions, type Result as CoreResult } from '../../index.js'
-import { backendOf, Sent, type Backend } from './backend.js'
+import { AbortError, CollectInto, collectInto, sentTo, type ConnectionState, type CopyInStream, type CopyOutStream, type Field, type Pool, type QueryOptions, type QuerySink, type SentTrace } from '../../index.js'
+import { backendOf, Sent, whereOf, type Backend, type Where } from './backend.js'
 import { build, isFragment, plainText, plainValues, unsafeValues } from './build.js'
 import { CANCELED, generic, PostgresError, toPostgresError, type Endpoint, type ErrorContext } from './errors.js'
 import type { ResolvedOptions } from './options.js'
-import { columnsOf, emptyResult, toResult, type Result, type Statement } from './result.js'
+import { columnsOf, emptyResult, resultOf, type Result, type Statement } from './result.js'
 import { needsSimple } from './statements.js'
 import type { Transform } from './transform.js'
 
@@ -15,7 +15,7 @@ import type { Transform } from './transform.js'
 // or copyFrom().
 
 /** What a query runs on: a pool, a reserved connection, or a transaction's connection. */
-export type Runner = Pick<Pool, 'query' | 'simpleQuery' | 'cursor' | 'copyFrom' | 'copyTo' | 'describe'>
+export type Runner = Pick<Pool, 'query' | 'simpleQuery' | 'cursor' | 'copyFrom' | 'copyTo' | 'describe' | typeof collectInto>
 
 /** The sql instance a query belongs to. */
 export interface Handler {
@@ -40,10 +40,14 @@ export const CLOSE = {}
 // aborts: dropped if it was not written yet, cancelled on the server (only it)
 // if it is running. A query cancelled before it is sent fails at once.
 
-/** A query's options: its `sentTo` object, with rowMode and prepare only where they are not pipegres's defaults. */
-function optionsFor(rowMode: 'array' | 'object', prepare: boolean, sent: Sent): QueryOptions {
-  if (prepare && rowMode === 'object') return { [sentTo]: sent }
-  return { rowMode, prepare, [sentTo]: sent }
+// A query's options: none at pipegres's defaults (the usual case: nothing to
+// check or allocate per query), else one of three shared objects.
+const arrayRows: QueryOptions = { rowMode: 'array' }
+const unprepared: QueryOptions = { prepare: false }
+const arrayRowsUnprepared: QueryOptions = { rowMode: 'array', prepare: false }
+function optionsFor(rowMode: 'array' | 'object', prepare: boolean): QueryOptions | undefined {
+  if (rowMode === 'object') return prepare ? undefined : unprepared
+  return prepare ? arrayRows : arrayRowsUnprepared
 }
 
 function cancelledError(): PostgresError {
@@ -92,8 +96,6 @@ function isStale(err: unknown): boolean {
 
 type Mode = 'object' | 'values' | 'raw'
 
-/** No value yet (a result may be anything, undefined included). */
-const NONE = {}
 type Kind = 'tagged' | 'unsafe' | 'file'
 
 export interface UnsafeOptions {
@@ -101,6 +103,54 @@ export interface UnsafeOptions {
   simple?: boolean
   cache?: boolean
 }
+
+// The query's own ends of an execution, called by its Execution (symbols: not on the API of a query).
+const finished = Symbol('finished')
+const failed = Symbol('failed')
+
+/**
+ * One execution of a query by the extended protocol, and the one object it
+ * costs: pipegres collects its rows into postgres.js's result (finish()),
+ * the promise of pipegres follows postgres.js's error or the query run again
+ * (failed()), and, as the query's `sentTo` object, it learns the request
+ * (cancel()) and the connection (result.state, debug). Its QuerySink fields
+ * are Sent's, not inherited: it is a CollectInto.
+ */
+class Execution extends CollectInto<unknown> implements QuerySink {
+  serverAddress = ''
+  serverPort = 0
+  inflight = 0
+  connection: ConnectionState | undefined = undefined
+  request: QuerySink['request'] = undefined
+  via: SentTrace | null | undefined = undefined
+
+  constructor(
+    readonly query: PendingQuery<unknown>,
+    readonly text: string,
+    readonly values: unknown[],
+    readonly statement: Statement,
+    readonly usePrepared: boolean,
+    /** Set when this execution runs the query again (a stale prepared statement): the first one's connection and failure. */
+    readonly first: { readonly where: ConnectionState | undefined; readonly error: unknown } | undefined,
+  ) {
+    super()
+  }
+
+  get where(): ConnectionState | undefined {
+    return whereOf(this)
+  }
+
+  finish(rows: unknown[], command: string, count: number | null, fields: Field[]): unknown {
+    return this.query[finished](this, rows, command, count, fields)
+  }
+
+  failed(err: Error): PromiseLike<unknown> {
+    return this.query[failed](this, err)
+  }
+}
+
+/** A promise already resolved: a query run again starts from it, out of the reply that failed the first execution. */
+const resolved = Promise.resolve()
 
 export class PendingQuery<T = Result<Record<string, unknown>>> implements PromiseLike<T> {
   declare readonly [isFragment]: boolean
@@ -116,17 +166,10 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #describe = false
   #cursor: { n: number; fn: (rows: unknown[], result: unknown) => unknown } | undefined
   #forEach: ((row: unknown, result: unknown) => unknown) | undefined
+  /** postgres.js's outcome: by the extended protocol, pipegres's promise itself, which settles with it (see Execution). */
   #promise: Promise<unknown> | undefined
-  /** Set when #promise is pipegres's own (see then()): what turns its result or error into postgres.js's. */
-  #direct: { text: string; values: unknown[]; statement: Statement; usePrepared: boolean; sent: Sent } | undefined
-  /** Whether #promise is pipegres's own, which then() converts (see #direct). */
-  #raw = false
-  /** postgres.js's result, once made. */
-  #value: unknown = NONE
-  /** The outcome after a failure of #promise: its error as postgres.js's, or the query run again. */
-  #recovery: Promise<unknown> | undefined
   /** The query's request and connection, once sent. */
-  #sent: Sent | undefined
+  #sent: QuerySink | undefined
   #cancelled = false
   #settled = false
   #origin: string | undefined
@@ -145,25 +188,11 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   }
 
   // A query by the extended protocol (the usual case) keeps pipegres's promise
-  // as its own, and each then() makes postgres.js's result (once, the same for
-  // every then()) in the handler it adds: no promise in between, which a
-  // pipelined query would feel.
+  // as its own: pipegres settles it with postgres.js's result or error (see
+  // Execution), so then() adds the caller's handlers alone, no promise or
+  // function of its own in between, which a pipelined query would feel.
   then<A = T, B = never>(onfulfilled?: ((value: T) => A | PromiseLike<A>) | null, onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
-    const p = this.#start()
-    if (!this.#raw) return (p as Promise<T>).then(onfulfilled, onrejected)
-    return (p as Promise<CoreResult<unknown>>).then(
-      (core) => {
-        let v: unknown
-        try {
-          v = this.#done(core)
-        } catch (err) {
-          if (typeof onrejected === 'function') return onrejected(err)
-          throw err
-        }
-        return typeof onfulfilled === 'function' ? onfulfilled(v as T) : (v as A)
-      },
-      (err: unknown) => ((this.#recovery ??= this.#recover(err)) as Promise<T>).then(onfulfilled, onrejected),
-    )
+    return (this.#start() as Promise<T>).then(onfulfilled, onrejected)
   }
   catch<B = never>(onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<T | B> {
     return this.then(undefined, onrejected)
@@ -254,11 +283,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   }
 
   #start(): Promise<unknown> {
-    if (this.#promise === undefined) {
-      this.#promise = this.#run()
-      this.#raw = this.#direct !== undefined
-    }
-    return this.#promise
+    return (this.#promise ??= this.#run())
   }
 
   async #statement(): Promise<{ text: string; values: unknown[] }> {
@@ -297,15 +322,8 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
       }
       return this.#send(text, values)
     }
-    // The file is read first: what #send gives is then converted here, not by then().
-    return this.#statement().then((s) => {
-      const sent = this.#send(s.text, s.values)
-      if (this.#direct === undefined) return sent
-      return sent.then(
-        (core) => this.#done(core as CoreResult<unknown>),
-        (err: unknown) => (this.#recovery ??= this.#recover(err)),
-      )
-    })
+    // The file is read first.
+    return this.#statement().then((s) => this.#send(s.text, s.values))
   }
 
   #send(text: string, values: unknown[]): Promise<unknown> {
@@ -314,8 +332,8 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     if (refused !== undefined) return Promise.reject(refused)
     if (values.length > 65534) return Promise.reject(generic('MAX_PARAMETERS_EXCEEDED', 'Max number of parameters (65534) exceeded'))
     if (this.#cancelled) return Promise.reject(cancelledError())
-    const sent = (this.#sent = new Sent())
     if (this.#describe) {
+      const sent = (this.#sent = new Sent())
       const described = h.runner.describe(text, { [sentTo]: sent }).then(
         (d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }),
         (err: unknown) => this.#fail(err, text, values),
@@ -329,12 +347,14 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
     if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch((err: unknown) => this.#fail(err, text, values))
     let out: Promise<unknown>
+    let sent: Where
     if (simple) {
-      out = h.runner.simpleQuery(text, { rowMode, [sentTo]: sent }).then(
+      const s = (this.#sent = sent = new Sent())
+      out = h.runner.simpleQuery(text, { rowMode, [sentTo]: s }).then(
         (rs) => {
           this.#settled = true
-          const state = backendOf(sent.where)
-          const all = rs.map((r) => this.#result(r as CoreResult<unknown>, { ...statement, columns: [] }, state))
+          const state = backendOf(s.where)
+          const all = rs.map((r) => this.#result(r.rows, r.command, r.rowCount, r.fields, { ...statement, columns: [] }, state))
           return all.length === 1 ? all[0] : all
         },
         (err: unknown) => {
@@ -344,8 +364,8 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
       )
     } else {
       const usePrepared = prepare && !stale.has(text)
-      out = h.runner.query(text, values, optionsFor(rowMode, usePrepared, sent))
-      this.#direct = { text, values, statement, usePrepared, sent }
+      const e = (this.#sent = sent = new Execution(this as PendingQuery<unknown>, text, values, statement, usePrepared, undefined))
+      out = h.runner[collectInto](text, values, optionsFor(rowMode, usePrepared), e, e)
     }
     if (typeof h.options.debug === 'function') this.#debug(sent, text, values, out)
     return out
@@ -356,7 +376,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
    * to: at once when a connection took it as it was sent (the usual case),
    * else once it is answered.
    */
-  #debug(sent: Sent, text: string, values: unknown[], out: Promise<unknown>): void {
+  #debug(sent: Where, text: string, values: unknown[], out: Promise<unknown>): void {
     const debug = this.#handler.options.debug
     if (typeof debug !== 'function') return
     const call = (): void => debug(backendOf(sent.where).id, text, values, [])
@@ -364,46 +384,41 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     else out.then(call, call)
   }
 
-  /** postgres.js's result of pipegres's, made once. */
-  #done(core: CoreResult<unknown>): unknown {
-    if (this.#value !== NONE) return this.#value
+  /** postgres.js's result of an execution's rows, made as pipegres collected them (see Execution). */
+  [finished](e: Execution, rows: unknown[], command: string, count: number | null, fields: Field[]): unknown {
     this.#settled = true
-    const d = this.#direct!
-    return (this.#value = this.#result(core, d.statement, backendOf(d.sent.where)))
+    // A query run again reports the connection of its first execution when its own is not known.
+    const where = e.first === undefined ? e.where : (e.where ?? e.first.where)
+    return this.#result(rows, command, count, fields, e.statement, backendOf(where))
   }
 
-  #recover(err: unknown): Promise<unknown> {
-    const d = this.#direct!
+  /**
+   * What an execution's promise follows when it fails: postgres.js's error,
+   * or, when a table change broke the prepared statement (its parameter or
+   * result types changed), the query run again unnamed. Called by pipegres as
+   * the failure arrives: it throws nothing, and runs nothing there.
+   */
+  [failed](e: Execution, err: Error): Promise<unknown> {
+    const h = this.#handler
+    const first = e.first
+    // Unnamed, outside a transaction block, from then on; the error inside one stands, as the block is aborted anyway.
+    if (first === undefined && e.usePrepared && h.retries && isStale(err)) {
+      if (stale.size > 10_000) stale.clear()
+      stale.add(e.text)
+      return resolved.then(() => {
+        const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
+        const again = (this.#sent = new Execution(this as PendingQuery<unknown>, e.text, e.values, e.statement, false, { where: e.where, error: err }))
+        return h.runner[collectInto](e.text, e.values, optionsFor(rowMode, false), again, again)
+      })
+    }
+    this.#settled = true
+    // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
+    const reported = first !== undefined && (err as { code?: unknown }).code === '25P02' ? first.error : err
     try {
-      return this.#failed(err, d.text, d.values, d.statement, d.usePrepared, d.sent)
+      return this.#fail(reported, e.text, e.values)
     } catch (failure) {
       return Promise.reject(failure)
     }
-  }
-
-  /** A query's failure: a prepared statement a table change broke (its parameter or result types changed) runs again unnamed. */
-  #failed(err: unknown, text: string, values: unknown[], statement: Statement, usePrepared: boolean, sent: Sent): Promise<unknown> {
-    const h = this.#handler
-    // Unnamed, outside a transaction block, from then on; the error inside one stands, as the block is aborted anyway.
-    if (!(usePrepared && h.retries && isStale(err))) {
-      this.#settled = true
-      return this.#fail(err, text, values)
-    }
-    if (stale.size > 10_000) stale.clear()
-    stale.add(text)
-    const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
-    const again = (this.#sent = new Sent())
-    return h.runner.query(text, values, optionsFor(rowMode, false, again)).then(
-      (core) => {
-        this.#settled = true
-        return this.#result(core, statement, backendOf(again.where ?? sent.where))
-      },
-      (second: unknown) => {
-        this.#settled = true
-        // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
-        return this.#fail((second as { code?: unknown }).code === '25P02' ? err : second, text, values)
-      },
-    )
   }
 
   /** Rejects with pipegres's error as postgres.js's, with this query's text, parameters and call site. */
@@ -413,9 +428,9 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
 
 
 
-  #result(core: CoreResult<unknown>, statement: Statement, state: Backend): unknown {
+  #result(rows: unknown[], command: string, count: number | null, fields: readonly Field[], statement: Statement, state: Backend): unknown {
     const h = this.#handler
-    const r = toResult(core, h.transform, this.#mode !== 'object', statement, state)
+    const r = resultOf(rows, fields, command, count, h.transform, this.#mode !== 'object', statement, state)
     if (this.#mode === 'raw') for (let i = 0; i < r.length; i++) r[i] = (r[i] as unknown[]).map(rawValue)
     if (this.#forEach !== undefined) {
       for (const row of r) this.#forEach(row, r)
@@ -438,7 +453,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
       for (let read = first; ; read = cur.read()) {
         const rows = await read
         if (rows.length === 0) break
-        const r = toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
+        const r = resultOf(rows, cur.fields, 'SELECT', rows.length, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
         command = 'SELECT'
         if ((await fn(r, r)) === CLOSE) break
       }
@@ -468,7 +483,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
           throw toPostgresError(err, h.endpoint, this.#context(text, values))
         }
         if (rows.length === 0) return
-        yield toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
+        yield resultOf(rows, cur.fields, 'SELECT', rows.length, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
       }
     } finally {
       await cur.close().catch(() => undefined)
