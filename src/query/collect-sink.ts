@@ -132,8 +132,9 @@ export const columnsSink = new ColumnsSink()
  * what the query needs to make it.
  */
 export abstract class CollectInto<T> implements RowSink<T> {
-  readonly streams = false
-  readonly collects = true
+  // On the prototype: one instance per query, fields of its own cost bytes each.
+  declare readonly streams: false
+  declare readonly collects: true
 
   begin(q: RowSource, x: Exchange): void {
     planCollected(q, x)
@@ -153,3 +154,4 @@ export abstract class CollectInto<T> implements RowSink<T> {
   /** The outcome of the rows (the array is the query's own, for the taking), the command, its row count and the columns. */
   abstract finish(rows: unknown[], command: string, rowCount: number | null, fields: Field[]): T
 }
+Object.defineProperties(CollectInto.prototype, { streams: { value: false }, collects: { value: true } })

@@ -104,6 +104,9 @@ export interface UnsafeOptions {
   cache?: boolean
 }
 
+/** No options, shared: a query reads its options and never changes them. */
+export const noOptions: UnsafeOptions = {}
+
 // The query's own ends of an execution, called by its Execution (symbols: not on the API of a query).
 const finished = Symbol('finished')
 const failed = Symbol('failed')
@@ -154,8 +157,8 @@ const resolved = Promise.resolve()
 
 export class PendingQuery<T = Result<Record<string, unknown>>> implements PromiseLike<T> {
   declare readonly [isFragment]: boolean
-  /** The template's strings (unsafe(): the text alone; file(): none yet). */
-  readonly strings: readonly string[]
+  /** The template's strings; unsafe() and file(): the text or path as given (see strings). */
+  #source: unknown
   readonly args: readonly unknown[]
   #handler: Handler
   #kind: Kind
@@ -175,16 +178,26 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #origin: string | undefined
   #file: ((path: unknown) => Promise<string>) | undefined
 
-  constructor(handler: Handler, strings: readonly string[], args: readonly unknown[], kind: Kind, options: UnsafeOptions = {}, file?: (path: unknown) => Promise<string>) {
+  /** `source`: a template's strings, or unsafe()'s text, or file()'s path. */
+  constructor(handler: Handler, source: readonly string[] | unknown, args: readonly unknown[], kind: Kind, options: UnsafeOptions = noOptions, file?: (path: unknown) => Promise<string>) {
     this.#handler = handler
-    this.strings = strings
+    this.#source = source
     this.args = args
     this.#kind = kind
     this.#options = options
     this.#simple = kind === 'tagged' ? false : 'simple' in options ? options.simple === true : args.length === 0 ? undefined : false
     this.#file = file
     const debug = handler.options.debug
-    this.#origin = debug ? frames() : kind === 'tagged' ? origins.get(strings) : undefined
+    this.#origin = debug ? frames() : kind === 'tagged' ? origins.get(source as readonly string[]) : undefined
+  }
+
+  /**
+   * The template's strings (unsafe(): its text alone; file(): its path): an
+   * array made only when asked for (a query written into another), not one
+   * per unsafe() query.
+   */
+  get strings(): readonly string[] {
+    return this.#kind === 'tagged' ? (this.#source as readonly string[]) : [this.#source as string]
   }
 
   // A query by the extended protocol (the usual case) keeps pipegres's promise
@@ -289,7 +302,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   async #statement(): Promise<{ text: string; values: unknown[] }> {
     const h = this.#handler
     if (this.#kind === 'tagged') return build(this, h.transform)
-    const text = this.#kind === 'file' ? await this.#file!(this.strings[0]) : this.strings[0]!
+    const text = this.#kind === 'file' ? await this.#file!(this.#source) : this.#source
     if (typeof text !== 'string') return { text: String(text), values: unsafeValues(this.args, h.transform) }
     return { text, values: unsafeValues(this.args, h.transform) }
   }
@@ -309,11 +322,11 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
         if (this.#kind === 'tagged') {
           const plain = plainValues(this, h.transform)
           if (plain !== undefined) {
-            text = plainText(this.strings)
+            text = plainText(this.#source as readonly string[])
             values = plain
           } else ({ text, values } = build(this, h.transform))
         } else {
-          const given: unknown = this.strings[0]
+          const given = this.#source
           text = typeof given === 'string' ? given : String(given)
           values = unsafeValues(this.args, h.transform)
         }
