@@ -155,6 +155,16 @@ class Execution extends CollectInto<unknown> implements QuerySink {
 /** A promise already resolved: a query run again starts from it, out of the reply that failed the first execution. */
 const resolved = Promise.resolve()
 
+/** What few queries have: file()'s reader, debug's frames, describe(), cursor() or forEach(). */
+interface More {
+  file?: ((path: unknown) => Promise<string>) | undefined
+  /** The frames of the code that made the query (with debug). */
+  origin?: string | undefined
+  describe?: boolean
+  cursor?: { n: number; fn: (rows: unknown[], result: unknown) => unknown }
+  forEach?: (row: unknown, result: unknown) => unknown
+}
+
 export class PendingQuery<T = Result<Record<string, unknown>>> implements PromiseLike<T> {
   declare readonly [isFragment]: boolean
   /** The template's strings; unsafe() and file(): the text or path as given (see strings). */
@@ -166,17 +176,13 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #mode: Mode = 'object'
   /** true: the simple protocol; false: the extended one; undefined: the simple one only for a text of several statements. */
   #simple: boolean | undefined
-  #describe = false
-  #cursor: { n: number; fn: (rows: unknown[], result: unknown) => unknown } | undefined
-  #forEach: ((row: unknown, result: unknown) => unknown) | undefined
+  /** What few queries have (see More): undefined for the rest, a field each would cost every query. */
+  #more: More | undefined
   /** postgres.js's outcome: by the extended protocol, pipegres's promise itself, which settles with it (see Execution). */
   #promise: Promise<unknown> | undefined
   /** The query's request and connection, once sent. */
   #sent: QuerySink | undefined
   #cancelled = false
-  #settled = false
-  #origin: string | undefined
-  #file: ((path: unknown) => Promise<string>) | undefined
 
   /** `source`: a template's strings, or unsafe()'s text, or file()'s path. */
   constructor(handler: Handler, source: readonly string[] | unknown, args: readonly unknown[], kind: Kind, options: UnsafeOptions = noOptions, file?: (path: unknown) => Promise<string>) {
@@ -186,9 +192,12 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     this.#kind = kind
     this.#options = options
     this.#simple = kind === 'tagged' ? false : 'simple' in options ? options.simple === true : args.length === 0 ? undefined : false
-    this.#file = file
-    const debug = handler.options.debug
-    this.#origin = debug ? frames() : kind === 'tagged' ? origins.get(source as readonly string[]) : undefined
+    // With debug, the frames of every query; else a template's call site, looked up when an error needs it.
+    if (file !== undefined || handler.options.debug) this.#more = { file, origin: handler.options.debug ? frames() : undefined }
+  }
+
+  #extra(): More {
+    return (this.#more ??= {})
   }
 
   /**
@@ -239,19 +248,19 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   }
   /** The statement's parameter types and columns, without running it. */
   describe(): PendingQuery<Statement> {
-    this.#describe = true
+    this.#extra().describe = true
     return this as unknown as PendingQuery<Statement>
   }
   /** Cancels the query: on the server when it is running, at once when it has not been sent. */
   cancel(): void {
-    if (this.#settled) return
+    // A request that settled ignores abort().
     const request = this.#sent?.request
     if (request === undefined) this.#cancelled = true
     else request.abort(new AbortError('the query was aborted'))
   }
   /** Calls fn for each row, as rows arrive; resolves with an empty result carrying the columns. */
   forEach(fn: (row: unknown, result: unknown) => unknown): PendingQuery<Result<never>> {
-    this.#forEach = fn
+    this.#extra().forEach = fn
     return this as unknown as PendingQuery<Result<never>>
   }
 
@@ -265,7 +274,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     if (!Number.isInteger(size) || size < 1) throw new TypeError(`cursor() needs a batch size of at least 1, not ${String(n)}`)
     const callback = typeof n === 'function' ? n : fn
     if (callback === undefined) return this.#iterate(size)
-    this.#cursor = { n: size, fn: callback as (rows: unknown[], result: unknown) => unknown }
+    this.#extra().cursor = { n: size, fn: callback as (rows: unknown[], result: unknown) => unknown }
     return this
   }
 
@@ -302,13 +311,13 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   async #statement(): Promise<{ text: string; values: unknown[] }> {
     const h = this.#handler
     if (this.#kind === 'tagged') return build(this, h.transform)
-    const text = this.#kind === 'file' ? await this.#file!(this.#source) : this.#source
+    const text = this.#kind === 'file' ? await this.#more!.file!(this.#source) : this.#source
     if (typeof text !== 'string') return { text: String(text), values: unsafeValues(this.args, h.transform) }
     return { text, values: unsafeValues(this.args, h.transform) }
   }
 
   #context(text: string, values: unknown[]): ErrorContext {
-    return { query: text, parameters: values, args: this.args as unknown[], origin: this.#origin, debug: this.#handler.options.debug !== false }
+    return { query: text, parameters: values, args: this.args as unknown[], origin: this.#more?.origin ?? (this.#kind === 'tagged' ? origins.get(this.#source as readonly string[]) : undefined), debug: this.#handler.options.debug !== false }
   }
 
   #run(): Promise<unknown> {
@@ -345,7 +354,8 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     if (refused !== undefined) return Promise.reject(refused)
     if (values.length > 65534) return Promise.reject(generic('MAX_PARAMETERS_EXCEEDED', 'Max number of parameters (65534) exceeded'))
     if (this.#cancelled) return Promise.reject(cancelledError())
-    if (this.#describe) {
+    const more = this.#more
+    if (more?.describe === true) {
       const sent = (this.#sent = new Sent())
       const described = h.runner.describe(text, { [sentTo]: sent }).then(
         (d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }),
@@ -358,20 +368,18 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const simple = this.#simple ?? needsSimple(text)
     const statement = statementOf(text, prepare && !simple)
     const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
-    if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch((err: unknown) => this.#fail(err, text, values))
+    if (more?.cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch((err: unknown) => this.#fail(err, text, values))
     let out: Promise<unknown>
     let sent: Where
     if (simple) {
       const s = (this.#sent = sent = new Sent())
       out = h.runner.simpleQuery(text, { rowMode, [sentTo]: s }).then(
         (rs) => {
-          this.#settled = true
           const state = backendOf(s.where)
           const all = rs.map((r) => this.#result(r.rows, r.command, r.rowCount, r.fields, { ...statement, columns: [] }, state))
           return all.length === 1 ? all[0] : all
         },
         (err: unknown) => {
-          this.#settled = true
           return this.#fail(err, text, values)
         },
       )
@@ -399,7 +407,6 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
 
   /** postgres.js's result of an execution's rows, made as pipegres collected them (see Execution). */
   [finished](e: Execution, rows: unknown[], command: string, count: number | null, fields: Field[]): unknown {
-    this.#settled = true
     // A query run again reports the connection of its first execution when its own is not known.
     const where = e.first === undefined ? e.where : (e.where ?? e.first.where)
     return this.#result(rows, command, count, fields, e.statement, backendOf(where))
@@ -424,7 +431,6 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
         return h.runner[collectInto](e.text, e.values, optionsFor(rowMode, false), again, again)
       })
     }
-    this.#settled = true
     // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
     const reported = first !== undefined && (err as { code?: unknown }).code === '25P02' ? first.error : err
     try {
@@ -445,8 +451,9 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const h = this.#handler
     const r = resultOf(rows, fields, command, count, h.transform, this.#mode !== 'object', statement, state)
     if (this.#mode === 'raw') for (let i = 0; i < r.length; i++) r[i] = (r[i] as unknown[]).map(rawValue)
-    if (this.#forEach !== undefined) {
-      for (const row of r) this.#forEach(row, r)
+    const forEach = this.#more?.forEach
+    if (forEach !== undefined) {
+      for (const row of r) forEach(row, r)
       const out = emptyResult(statement, r.command, r.count, state)
       out.columns = r.columns
       return out
@@ -456,7 +463,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
 
   async #runCursor(text: string, values: unknown[], statement: Statement, rowMode: 'array' | 'object'): Promise<unknown> {
     const h = this.#handler
-    const { n, fn } = this.#cursor!
+    const { n, fn } = this.#more!.cursor!
     const sent = (this.#sent = new Sent())
     const cur = h.runner.cursor(text, values, { batchSize: n, rowMode, [sentTo]: sent })
     let command = ''
