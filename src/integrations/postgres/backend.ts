@@ -1,7 +1,7 @@
 import { inspect } from 'node:util'
 import type { ConnectionState, QuerySink, SentTrace } from '../../index.js'
 
-/** What tells the connection a query went to: a Sent, or a query's execution (see query.ts). */
+/** @internal What tells the connection a query went to: a Sent, or a query's execution (see query.ts). */
 export interface Where {
   readonly where: ConnectionState | undefined
 }
@@ -28,7 +28,7 @@ export class Sent implements QuerySink {
   }
 }
 
-/** The connection a `sentTo` object was told of: its own, or its trace's while queries are traced. */
+/** @internal The connection a `sentTo` object was told of: its own, or its trace's while queries are traced. */
 export function whereOf(sink: QuerySink): ConnectionState | undefined {
   return sink.connection ?? sink.via?.connection
 }

@@ -15,7 +15,12 @@ import type { Transform } from './transform.js'
 // or copyFrom().
 
 /** What a query runs on: a pool, a reserved connection, or a transaction's connection. */
-export type Runner = Pick<Pool, 'query' | 'simpleQuery' | 'cursor' | 'copyFrom' | 'copyTo' | 'describe' | typeof collectInto>
+export type Runner = Pick<Pool, 'query' | 'simpleQuery' | 'cursor' | 'copyFrom' | 'copyTo' | 'describe'>
+
+/** Runs an execution: every runner is a queryable, whose [collectInto] stays out of Runner's published type (it is internal). */
+function collect(runner: Runner, e: Execution, options: QueryOptions | undefined): Promise<unknown> {
+  return (runner as Runner & Pick<Pool, typeof collectInto>)[collectInto](e.text, e.values, options, e, e)
+}
 
 /** The sql instance a query belongs to. */
 export interface Handler {
@@ -108,11 +113,13 @@ export interface UnsafeOptions {
 export const noOptions: UnsafeOptions = {}
 
 // The query's own ends of an execution, called by its Execution (symbols: not on the API of a query).
+/** @internal */
 const finished = Symbol('finished')
+/** @internal */
 const failed = Symbol('failed')
 
 /**
- * One execution of a query by the extended protocol, and the one object it
+ * @internal One execution of a query by the extended protocol, and the one object it
  * costs: pipegres collects its rows into postgres.js's result (finish()),
  * the promise of pipegres follows postgres.js's error or the query run again
  * (failed()), and, as the query's `sentTo` object, it learns the request
@@ -386,7 +393,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     } else {
       const usePrepared = prepare && !stale.has(text)
       const e = (this.#sent = sent = new Execution(this as PendingQuery<unknown>, text, values, statement, usePrepared, undefined))
-      out = h.runner[collectInto](text, values, optionsFor(rowMode, usePrepared), e, e)
+      out = collect(h.runner, e, optionsFor(rowMode, usePrepared))
     }
     if (typeof h.options.debug === 'function') this.#debug(sent, text, values, out)
     return out
@@ -405,7 +412,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     else out.then(call, call)
   }
 
-  /** postgres.js's result of an execution's rows, made as pipegres collected them (see Execution). */
+  /** @internal postgres.js's result of an execution's rows, made as pipegres collected them (see Execution). */
   [finished](e: Execution, rows: unknown[], command: string, count: number | null, fields: Field[]): unknown {
     // A query run again reports the connection of its first execution when its own is not known.
     const where = e.first === undefined ? e.where : (e.where ?? e.first.where)
@@ -413,7 +420,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   }
 
   /**
-   * What an execution's promise follows when it fails: postgres.js's error,
+   * @internal What an execution's promise follows when it fails: postgres.js's error,
    * or, when a table change broke the prepared statement (its parameter or
    * result types changed), the query run again unnamed. Called by pipegres as
    * the failure arrives: it throws nothing, and runs nothing there.
@@ -428,7 +435,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
       return resolved.then(() => {
         const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
         const again = (this.#sent = new Execution(this as PendingQuery<unknown>, e.text, e.values, e.statement, false, { where: e.where, error: err }))
-        return h.runner[collectInto](e.text, e.values, optionsFor(rowMode, false), again, again)
+        return collect(h.runner, again, optionsFor(rowMode, false))
       })
     }
     // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
