@@ -58,7 +58,9 @@ export { Lsn } from './types/lsn.js'
 export type { TransactionOptions, TransactionRetry } from './queryable/transaction.js'
 export type { Queryable } from './queryable/queryable.js'
 /** @internal pipegres/postgres's way to learn which connection ran a query (result.state). */
-export { sentTo, type QuerySink } from './queryable/query-options.js'
+export { sentTo, collectInto, type QuerySink } from './queryable/query-options.js'
+/** @internal pipegres/postgres's results, made as the rows are collected. */
+export { CollectInto } from './query/collect-sink.js'
 /** @internal */
 export type { SentTrace, ConnectionState } from './connection/request.js'
 export type { CopyFormatOptions } from './copy/options.js'

@@ -2,7 +2,7 @@ import { ProtocolError } from '../errors.js'
 import { ColumnBuilder } from '../types/columns.js'
 import { unnamedPlan } from './describe-cache.js'
 import { noFormats, type Exchange } from './exchange.js'
-import type { QueryRowMode, Result } from './result.js'
+import { parseCommandTag, type Field, type QueryRowMode, type Result } from './result.js'
 import { resultOf, type RowSink, type RowSource } from './row-sink.js'
 
 export type { QueryRowMode, RowMode } from './result.js'
@@ -73,6 +73,7 @@ export function keepRow(x: Exchange, mode: QueryRowMode, buf: Uint8Array, start:
 /** Rows as objects, arrays or lazy rows (rowMode), kept in the result. */
 export class CollectSink implements RowSink {
   readonly streams = false
+  readonly collects = true
 
   begin(q: RowSource, x: Exchange): void {
     planCollected(q, x)
@@ -95,6 +96,7 @@ export const collectSink = new CollectSink()
 /** rowMode 'columns': each column in one typed array (see ColumnBuilder), described before the first execution so it comes in binary. */
 export class ColumnsSink implements RowSink {
   readonly streams = false
+  readonly collects = true
 
   begin(q: RowSource, x: Exchange): void {
     planCollected(q, x)
@@ -121,3 +123,35 @@ export class ColumnsSink implements RowSink {
 }
 
 export const columnsSink = new ColumnsSink()
+
+/**
+ * @internal Rows collected as query() collects them, into an outcome its
+ * caller makes (pipegres/postgres's result array, say) instead of a Result:
+ * the request then resolves with what finish() returns, and with no Result
+ * and timing made only to be taken apart. A query's own instance may carry
+ * what the query needs to make it.
+ */
+export abstract class CollectInto<T> implements RowSink<T> {
+  // On the prototype: one instance per query, fields of its own cost bytes each.
+  declare readonly streams: false
+  declare readonly collects: true
+
+  begin(q: RowSource, x: Exchange): void {
+    planCollected(q, x)
+  }
+
+  row(q: RowSource, x: Exchange, buf: Uint8Array, start: number, end: number): void {
+    keepRow(x, q.settings.rowMode, buf, start, end)
+  }
+
+  complete(): void {}
+
+  outcome(_q: RowSource, x: Exchange): T {
+    const { command, rowCount } = parseCommandTag(x.tag)
+    return this.finish(x.rows ?? [], command, rowCount, x.fields)
+  }
+
+  /** The outcome of the rows (the array is the query's own, for the taking), the command, its row count and the columns. */
+  abstract finish(rows: unknown[], command: string, rowCount: number | null, fields: Field[]): T
+}
+Object.defineProperties(CollectInto.prototype, { streams: { value: false }, collects: { value: true } })

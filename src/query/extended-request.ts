@@ -76,8 +76,7 @@ export class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> imp
 
   /** Its rows are collected into its result (query(), not a stream, cursor or raw pass-through). */
   get collects(): boolean {
-    const sink: RowSink<unknown> = this.sink
-    return sink === collectSink || sink === columnsSink
+    return this.sink.collects === true
   }
 
   get declared(): number[] | null {
@@ -671,6 +670,12 @@ export class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> imp
     if (this.abortError !== null) return this.rejectWith(this.abortError)
     this.flags |= SETTLED
     ended.call(this.sink, r, null)
+  }
+
+  /** See RowSink.failed: a sink may say what the promise follows instead of the error. */
+  protected override follow(err: Error): PromiseLike<T> {
+    const failed = this.sink.failed
+    return (failed === undefined ? undefined : failed.call(this.sink, err)) ?? super.follow(err)
   }
 
   protected override rejectWith(err: Error): void {

@@ -71,6 +71,8 @@ export interface RowSource {
 export interface RowSink<T = Result<unknown>> {
   /** Rows go to a consumer as they arrive: one that gives up (an abort) has the rest dropped. */
   readonly streams: boolean
+  /** Its rows are collected into one outcome (query()'s sinks): a transaction's statement cache treats it as a query's. */
+  readonly collects?: boolean
   begin(q: RowSource, x: Exchange): void
   /** One DataRow, its body [start, end) in buf (valid only during the call). */
   row(q: RowSource, x: Exchange, buf: Uint8Array, start: number, end: number): void
@@ -99,6 +101,13 @@ export interface RowSink<T = Result<unknown>> {
    * as its cause).
    */
   ended?(outcome: T | null, err: Error | null): void
+  /**
+   * What the request's promise follows instead of rejecting with `err`: the
+   * error as the caller reports it, or an outcome got otherwise (the query
+   * run again), with no handler of the caller's between; undefined: `err`, as
+   * without this member.
+   */
+  failed?(err: Error): PromiseLike<T> | undefined
 }
 
 /** The result of a query whose rows were gathered in x.rows: rows, command tag, columns. */

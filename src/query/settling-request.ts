@@ -22,7 +22,7 @@ const rejection = rejectionAtCaller
 export abstract class SettlingRequest<T, S extends object = Exchange> implements Abortable {
   readonly promise: Promise<T>
   /** Also rejects: see rejection. */
-  private resolve!: (r: T | PromiseLike<never>) => void
+  private resolve!: (r: T | PromiseLike<T>) => void
   // A query waiting in a queue a million long must stay small (about 250
   // bytes with its promise): booleans share one field, the state of the
   // exchange with the server is allocated only when the query is written, and
@@ -113,7 +113,12 @@ export abstract class SettlingRequest<T, S extends object = Exchange> implements
       // Keep what actually happened (the server's query_canceled, a lost connection) as the cause.
       if (abort.cause === undefined) Object.defineProperty(abort, 'cause', { value: err, configurable: true, writable: true })
     }
-    this.resolve(rejection(abort ?? err))
+    this.resolve(this.follow(abort ?? err))
+  }
+
+  /** What the promise follows when the request fails with `err`: by default, the error on its way through the caller's frames. */
+  protected follow(err: Error): PromiseLike<T> {
+    return rejection(err)
   }
 
   protected resolveWith(r: T): void {

@@ -56,6 +56,8 @@ export interface QuerySettingOptions {
  * checks never see it.
  */
 export const sentTo: unique symbol = Symbol('pipegres.sentTo')
+/** @internal The method of a queryable that runs a query into a CollectInto (see Queryable[collectInto]). */
+export const collectInto: unique symbol = Symbol('pipegres.collectInto')
 
 /** @internal What a `sentTo` object learns of its query. */
 export interface QuerySink extends SentTrace {

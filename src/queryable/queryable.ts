@@ -20,7 +20,8 @@ import { describeSink, type Description } from '../query/describe-sink.js'
 import { ExtendedRequest } from '../query/extended-request.js'
 import type { QuerySettings } from '../query/exchange.js'
 import { RawSink } from '../query/raw-sink.js'
-import { describedFirst, describeOnly, portalPolicy, rawPolicy } from '../query/row-sink.js'
+import { describedFirst, describeOnly, portalPolicy, rawPolicy, runToEnd } from '../query/row-sink.js'
+import type { CollectInto } from '../query/collect-sink.js'
 import { RawPassThrough, type RawDestination } from '../query/raw.js'
 import type { Result, Row } from '../query/result.js'
 import { RowStream } from './stream.js'
@@ -32,7 +33,7 @@ import type { Coalescer } from './coalesce.js'
 export { Coalescer } from './coalesce.js'
 
 export * from './query-options.js'
-import { sentTo, linkSentTo, checkOptionKeys, copyRowMode, settingsOf, queryOptionKeys, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
+import { sentTo, collectInto, linkSentTo, type QuerySink, checkOptionKeys, copyRowMode, settingsOf, queryOptionKeys, copyFromRowsOptionKeys, copyToRowsOptionKeys, checkTypeOptions, cursorOptionKeys, describeOptionKeys, rawOptionKeys, streamOptionKeys, type CopyFromRowsOptions, type CopyOptions, type CopyRowSource, type CopyToRowsOptions, type CursorOptions, type DescribeOptions, type QueryDefaults, type QueryOptions, type RawOptions, type RouteOptions, type RawResult, type SimpleQueryOptions, type StreamOptions } from './query-options.js'
 import { arm, checkQuery, declaredOf, makeSimpleQuery } from './query-requests.js'
 export { makeQuery, makeSimpleQuery } from './query-requests.js'
 
@@ -84,9 +85,8 @@ export abstract class Queryable {
   }
 
   /** Sends a request whose promise the caller awaits, traced when anybody listens: returns that promise. */
-  private traced<T>(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request, promise: Promise<T>, route?: RouteOptions): Promise<T> {
+  private traced<T>(kind: QueryTrace['kind'], text: string, values: readonly unknown[] | undefined, req: Request, promise: Promise<T>, route?: RouteOptions, sink: QuerySink | undefined = (route as QueryOptions | undefined)?.[sentTo]): Promise<T> {
     const base = this.defaults().trace
-    const sink = (route as QueryOptions | undefined)?.[sentTo]
     const send = (): void => {
       if (sink !== undefined) linkSentTo(sink, req)
       if (!req.dropped) this.send(req, route)
@@ -152,6 +152,29 @@ export abstract class Queryable {
     if (sink !== undefined) linkSentTo(sink, req)
     if (!req.dropped) this.send(req, options)
     return req.promise as Promise<Result<R>>
+  }
+
+  /**
+   * @internal query() whose rows `into` makes its outcome of (see
+   * CollectInto), and whose request and connection `sent` learns: for
+   * pipegres/postgres, whose result is made once, where the rows are
+   * collected, and whose options are mostly none. Never coalesced (a shared
+   * read makes pipegres's results).
+   */
+  [collectInto]<T>(text: string, values: readonly unknown[], options: QueryOptions | undefined, into: CollectInto<T>, sent: QuerySink | undefined): Promise<T> {
+    let req: ExtendedRequest<T>
+    try {
+      const d = this.defaults()
+      const vals = checkQuery(d, text, values)
+      req = new ExtendedRequest(text, vals, settingsOf(d, options, queryOptionKeys, 'query'), declaredOf(vals), into, runToEnd)
+      arm(req, d, options)
+    } catch (err) {
+      return Promise.reject(err as Error)
+    }
+    if (active(queryChannel)) return this.traced('query', text, values, req, req.promise, options, sent)
+    if (sent !== undefined) linkSentTo(sent, req)
+    if (!req.dropped) this.send(req, options)
+    return req.promise
   }
 
   /** @internal False while reads may not be shared (a client inside a transaction). */

@@ -1,6 +1,11 @@
 import { inspect } from 'node:util'
 import type { ConnectionState, QuerySink, SentTrace } from '../../index.js'
 
+/** @internal What tells the connection a query went to: a Sent, or a query's execution (see query.ts). */
+export interface Where {
+  readonly where: ConnectionState | undefined
+}
+
 // Which connection ran a query: postgres.js numbers its connections (the
 // first argument of the `debug` function) and puts the connection's backend
 // on every result as `state` ({ pid, secret }). pipegres tells each query's
@@ -19,8 +24,13 @@ export class Sent implements QuerySink {
 
   /** The connection that took the query: told to this object, or to its trace while queries are traced. */
   get where(): ConnectionState | undefined {
-    return this.connection ?? this.via?.connection
+    return whereOf(this)
   }
+}
+
+/** @internal The connection a `sentTo` object was told of: its own, or its trace's while queries are traced. */
+export function whereOf(sink: QuerySink): ConnectionState | undefined {
+  return sink.connection ?? sink.via?.connection
 }
 
 let count = 0

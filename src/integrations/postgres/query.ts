@@ -1,9 +1,9 @@
-import { AbortError, sentTo, type CopyInStream, type CopyOutStream, type Pool, type QueryOptions, type Result as CoreResult } from '../../index.js'
-import { backendOf, Sent, type Backend } from './backend.js'
+import { AbortError, CollectInto, collectInto, sentTo, type ConnectionState, type CopyInStream, type CopyOutStream, type Field, type Pool, type QueryOptions, type QuerySink, type SentTrace } from '../../index.js'
+import { backendOf, Sent, whereOf, type Backend, type Where } from './backend.js'
 import { build, isFragment, plainText, plainValues, unsafeValues } from './build.js'
 import { CANCELED, generic, PostgresError, toPostgresError, type Endpoint, type ErrorContext } from './errors.js'
 import type { ResolvedOptions } from './options.js'
-import { columnsOf, emptyResult, toResult, type Result, type Statement } from './result.js'
+import { columnsOf, emptyResult, resultOf, type Result, type Statement } from './result.js'
 import { needsSimple } from './statements.js'
 import type { Transform } from './transform.js'
 
@@ -16,6 +16,11 @@ import type { Transform } from './transform.js'
 
 /** What a query runs on: a pool, a reserved connection, or a transaction's connection. */
 export type Runner = Pick<Pool, 'query' | 'simpleQuery' | 'cursor' | 'copyFrom' | 'copyTo' | 'describe'>
+
+/** Runs an execution: every runner is a queryable, whose [collectInto] stays out of Runner's published type (it is internal). */
+function collect(runner: Runner, e: Execution, options: QueryOptions | undefined): Promise<unknown> {
+  return (runner as Runner & Pick<Pool, typeof collectInto>)[collectInto](e.text, e.values, options, e, e)
+}
 
 /** The sql instance a query belongs to. */
 export interface Handler {
@@ -40,10 +45,14 @@ export const CLOSE = {}
 // aborts: dropped if it was not written yet, cancelled on the server (only it)
 // if it is running. A query cancelled before it is sent fails at once.
 
-/** A query's options: its `sentTo` object, with rowMode and prepare only where they are not pipegres's defaults. */
-function optionsFor(rowMode: 'array' | 'object', prepare: boolean, sent: Sent): QueryOptions {
-  if (prepare && rowMode === 'object') return { [sentTo]: sent }
-  return { rowMode, prepare, [sentTo]: sent }
+// A query's options: none at pipegres's defaults (the usual case: nothing to
+// check or allocate per query), else one of three shared objects.
+const arrayRows: QueryOptions = { rowMode: 'array' }
+const unprepared: QueryOptions = { prepare: false }
+const arrayRowsUnprepared: QueryOptions = { rowMode: 'array', prepare: false }
+function optionsFor(rowMode: 'array' | 'object', prepare: boolean): QueryOptions | undefined {
+  if (rowMode === 'object') return prepare ? undefined : unprepared
+  return prepare ? arrayRows : arrayRowsUnprepared
 }
 
 function cancelledError(): PostgresError {
@@ -92,8 +101,6 @@ function isStale(err: unknown): boolean {
 
 type Mode = 'object' | 'values' | 'raw'
 
-/** No value yet (a result may be anything, undefined included). */
-const NONE = {}
 type Kind = 'tagged' | 'unsafe' | 'file'
 
 export interface UnsafeOptions {
@@ -102,10 +109,73 @@ export interface UnsafeOptions {
   cache?: boolean
 }
 
+/** No options, shared: a query reads its options and never changes them. */
+export const noOptions: UnsafeOptions = {}
+
+// The query's own ends of an execution, called by its Execution (symbols: not on the API of a query).
+/** @internal */
+const finished = Symbol('finished')
+/** @internal */
+const failed = Symbol('failed')
+
+/**
+ * @internal One execution of a query by the extended protocol, and the one object it
+ * costs: pipegres collects its rows into postgres.js's result (finish()),
+ * the promise of pipegres follows postgres.js's error or the query run again
+ * (failed()), and, as the query's `sentTo` object, it learns the request
+ * (cancel()) and the connection (result.state, debug). Its QuerySink fields
+ * are Sent's, not inherited: it is a CollectInto.
+ */
+class Execution extends CollectInto<unknown> implements QuerySink {
+  serverAddress = ''
+  serverPort = 0
+  inflight = 0
+  connection: ConnectionState | undefined = undefined
+  request: QuerySink['request'] = undefined
+  via: SentTrace | null | undefined = undefined
+
+  constructor(
+    readonly query: PendingQuery<unknown>,
+    readonly text: string,
+    readonly values: unknown[],
+    readonly statement: Statement,
+    readonly usePrepared: boolean,
+    /** Set when this execution runs the query again (a stale prepared statement): the first one's connection and failure. */
+    readonly first: { readonly where: ConnectionState | undefined; readonly error: unknown } | undefined,
+  ) {
+    super()
+  }
+
+  get where(): ConnectionState | undefined {
+    return whereOf(this)
+  }
+
+  finish(rows: unknown[], command: string, count: number | null, fields: Field[]): unknown {
+    return this.query[finished](this, rows, command, count, fields)
+  }
+
+  failed(err: Error): PromiseLike<unknown> {
+    return this.query[failed](this, err)
+  }
+}
+
+/** A promise already resolved: a query run again starts from it, out of the reply that failed the first execution. */
+const resolved = Promise.resolve()
+
+/** What few queries have: file()'s reader, debug's frames, describe(), cursor() or forEach(). */
+interface More {
+  file?: ((path: unknown) => Promise<string>) | undefined
+  /** The frames of the code that made the query (with debug). */
+  origin?: string | undefined
+  describe?: boolean
+  cursor?: { n: number; fn: (rows: unknown[], result: unknown) => unknown }
+  forEach?: (row: unknown, result: unknown) => unknown
+}
+
 export class PendingQuery<T = Result<Record<string, unknown>>> implements PromiseLike<T> {
   declare readonly [isFragment]: boolean
-  /** The template's strings (unsafe(): the text alone; file(): none yet). */
-  readonly strings: readonly string[]
+  /** The template's strings; unsafe() and file(): the text or path as given (see strings). */
+  #source: unknown
   readonly args: readonly unknown[]
   #handler: Handler
   #kind: Kind
@@ -113,57 +183,45 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   #mode: Mode = 'object'
   /** true: the simple protocol; false: the extended one; undefined: the simple one only for a text of several statements. */
   #simple: boolean | undefined
-  #describe = false
-  #cursor: { n: number; fn: (rows: unknown[], result: unknown) => unknown } | undefined
-  #forEach: ((row: unknown, result: unknown) => unknown) | undefined
+  /** What few queries have (see More): undefined for the rest, a field each would cost every query. */
+  #more: More | undefined
+  /** postgres.js's outcome: by the extended protocol, pipegres's promise itself, which settles with it (see Execution). */
   #promise: Promise<unknown> | undefined
-  /** Set when #promise is pipegres's own (see then()): what turns its result or error into postgres.js's. */
-  #direct: { text: string; values: unknown[]; statement: Statement; usePrepared: boolean; sent: Sent } | undefined
-  /** Whether #promise is pipegres's own, which then() converts (see #direct). */
-  #raw = false
-  /** postgres.js's result, once made. */
-  #value: unknown = NONE
-  /** The outcome after a failure of #promise: its error as postgres.js's, or the query run again. */
-  #recovery: Promise<unknown> | undefined
   /** The query's request and connection, once sent. */
-  #sent: Sent | undefined
+  #sent: QuerySink | undefined
   #cancelled = false
-  #settled = false
-  #origin: string | undefined
-  #file: ((path: unknown) => Promise<string>) | undefined
 
-  constructor(handler: Handler, strings: readonly string[], args: readonly unknown[], kind: Kind, options: UnsafeOptions = {}, file?: (path: unknown) => Promise<string>) {
+  /** `source`: a template's strings, or unsafe()'s text, or file()'s path. */
+  constructor(handler: Handler, source: readonly string[] | unknown, args: readonly unknown[], kind: Kind, options: UnsafeOptions = noOptions, file?: (path: unknown) => Promise<string>) {
     this.#handler = handler
-    this.strings = strings
+    this.#source = source
     this.args = args
     this.#kind = kind
     this.#options = options
     this.#simple = kind === 'tagged' ? false : 'simple' in options ? options.simple === true : args.length === 0 ? undefined : false
-    this.#file = file
-    const debug = handler.options.debug
-    this.#origin = debug ? frames() : kind === 'tagged' ? origins.get(strings) : undefined
+    // With debug, the frames of every query; else a template's call site, looked up when an error needs it.
+    if (file !== undefined || handler.options.debug) this.#more = { file, origin: handler.options.debug ? frames() : undefined }
+  }
+
+  #extra(): More {
+    return (this.#more ??= {})
+  }
+
+  /**
+   * The template's strings (unsafe(): its text alone; file(): its path): an
+   * array made only when asked for (a query written into another), not one
+   * per unsafe() query.
+   */
+  get strings(): readonly string[] {
+    return this.#kind === 'tagged' ? (this.#source as readonly string[]) : [this.#source as string]
   }
 
   // A query by the extended protocol (the usual case) keeps pipegres's promise
-  // as its own, and each then() makes postgres.js's result (once, the same for
-  // every then()) in the handler it adds: no promise in between, which a
-  // pipelined query would feel.
+  // as its own: pipegres settles it with postgres.js's result or error (see
+  // Execution), so then() adds the caller's handlers alone, no promise or
+  // function of its own in between, which a pipelined query would feel.
   then<A = T, B = never>(onfulfilled?: ((value: T) => A | PromiseLike<A>) | null, onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
-    const p = this.#start()
-    if (!this.#raw) return (p as Promise<T>).then(onfulfilled, onrejected)
-    return (p as Promise<CoreResult<unknown>>).then(
-      (core) => {
-        let v: unknown
-        try {
-          v = this.#done(core)
-        } catch (err) {
-          if (typeof onrejected === 'function') return onrejected(err)
-          throw err
-        }
-        return typeof onfulfilled === 'function' ? onfulfilled(v as T) : (v as A)
-      },
-      (err: unknown) => ((this.#recovery ??= this.#recover(err)) as Promise<T>).then(onfulfilled, onrejected),
-    )
+    return (this.#start() as Promise<T>).then(onfulfilled, onrejected)
   }
   catch<B = never>(onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<T | B> {
     return this.then(undefined, onrejected)
@@ -197,19 +255,19 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   }
   /** The statement's parameter types and columns, without running it. */
   describe(): PendingQuery<Statement> {
-    this.#describe = true
+    this.#extra().describe = true
     return this as unknown as PendingQuery<Statement>
   }
   /** Cancels the query: on the server when it is running, at once when it has not been sent. */
   cancel(): void {
-    if (this.#settled) return
+    // A request that settled ignores abort().
     const request = this.#sent?.request
     if (request === undefined) this.#cancelled = true
     else request.abort(new AbortError('the query was aborted'))
   }
   /** Calls fn for each row, as rows arrive; resolves with an empty result carrying the columns. */
   forEach(fn: (row: unknown, result: unknown) => unknown): PendingQuery<Result<never>> {
-    this.#forEach = fn
+    this.#extra().forEach = fn
     return this as unknown as PendingQuery<Result<never>>
   }
 
@@ -223,7 +281,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     if (!Number.isInteger(size) || size < 1) throw new TypeError(`cursor() needs a batch size of at least 1, not ${String(n)}`)
     const callback = typeof n === 'function' ? n : fn
     if (callback === undefined) return this.#iterate(size)
-    this.#cursor = { n: size, fn: callback as (rows: unknown[], result: unknown) => unknown }
+    this.#extra().cursor = { n: size, fn: callback as (rows: unknown[], result: unknown) => unknown }
     return this
   }
 
@@ -254,23 +312,19 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
   }
 
   #start(): Promise<unknown> {
-    if (this.#promise === undefined) {
-      this.#promise = this.#run()
-      this.#raw = this.#direct !== undefined
-    }
-    return this.#promise
+    return (this.#promise ??= this.#run())
   }
 
   async #statement(): Promise<{ text: string; values: unknown[] }> {
     const h = this.#handler
     if (this.#kind === 'tagged') return build(this, h.transform)
-    const text = this.#kind === 'file' ? await this.#file!(this.strings[0]) : this.strings[0]!
+    const text = this.#kind === 'file' ? await this.#more!.file!(this.#source) : this.#source
     if (typeof text !== 'string') return { text: String(text), values: unsafeValues(this.args, h.transform) }
     return { text, values: unsafeValues(this.args, h.transform) }
   }
 
   #context(text: string, values: unknown[]): ErrorContext {
-    return { query: text, parameters: values, args: this.args as unknown[], origin: this.#origin, debug: this.#handler.options.debug !== false }
+    return { query: text, parameters: values, args: this.args as unknown[], origin: this.#more?.origin ?? (this.#kind === 'tagged' ? origins.get(this.#source as readonly string[]) : undefined), debug: this.#handler.options.debug !== false }
   }
 
   #run(): Promise<unknown> {
@@ -284,11 +338,11 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
         if (this.#kind === 'tagged') {
           const plain = plainValues(this, h.transform)
           if (plain !== undefined) {
-            text = plainText(this.strings)
+            text = plainText(this.#source as readonly string[])
             values = plain
           } else ({ text, values } = build(this, h.transform))
         } else {
-          const given: unknown = this.strings[0]
+          const given = this.#source
           text = typeof given === 'string' ? given : String(given)
           values = unsafeValues(this.args, h.transform)
         }
@@ -297,15 +351,8 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
       }
       return this.#send(text, values)
     }
-    // The file is read first: what #send gives is then converted here, not by then().
-    return this.#statement().then((s) => {
-      const sent = this.#send(s.text, s.values)
-      if (this.#direct === undefined) return sent
-      return sent.then(
-        (core) => this.#done(core as CoreResult<unknown>),
-        (err: unknown) => (this.#recovery ??= this.#recover(err)),
-      )
-    })
+    // The file is read first.
+    return this.#statement().then((s) => this.#send(s.text, s.values))
   }
 
   #send(text: string, values: unknown[]): Promise<unknown> {
@@ -314,8 +361,9 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     if (refused !== undefined) return Promise.reject(refused)
     if (values.length > 65534) return Promise.reject(generic('MAX_PARAMETERS_EXCEEDED', 'Max number of parameters (65534) exceeded'))
     if (this.#cancelled) return Promise.reject(cancelledError())
-    const sent = (this.#sent = new Sent())
-    if (this.#describe) {
+    const more = this.#more
+    if (more?.describe === true) {
+      const sent = (this.#sent = new Sent())
       const described = h.runner.describe(text, { [sentTo]: sent }).then(
         (d) => ({ name: '', string: text, types: d.parameters, columns: columnsOf(d.fields, h.transform) }),
         (err: unknown) => this.#fail(err, text, values),
@@ -327,25 +375,25 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     const simple = this.#simple ?? needsSimple(text)
     const statement = statementOf(text, prepare && !simple)
     const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
-    if (this.#cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch((err: unknown) => this.#fail(err, text, values))
+    if (more?.cursor !== undefined) return this.#runCursor(text, values, statement, rowMode).catch((err: unknown) => this.#fail(err, text, values))
     let out: Promise<unknown>
+    let sent: Where
     if (simple) {
-      out = h.runner.simpleQuery(text, { rowMode, [sentTo]: sent }).then(
+      const s = (this.#sent = sent = new Sent())
+      out = h.runner.simpleQuery(text, { rowMode, [sentTo]: s }).then(
         (rs) => {
-          this.#settled = true
-          const state = backendOf(sent.where)
-          const all = rs.map((r) => this.#result(r as CoreResult<unknown>, { ...statement, columns: [] }, state))
+          const state = backendOf(s.where)
+          const all = rs.map((r) => this.#result(r.rows, r.command, r.rowCount, r.fields, { ...statement, columns: [] }, state))
           return all.length === 1 ? all[0] : all
         },
         (err: unknown) => {
-          this.#settled = true
           return this.#fail(err, text, values)
         },
       )
     } else {
       const usePrepared = prepare && !stale.has(text)
-      out = h.runner.query(text, values, optionsFor(rowMode, usePrepared, sent))
-      this.#direct = { text, values, statement, usePrepared, sent }
+      const e = (this.#sent = sent = new Execution(this as PendingQuery<unknown>, text, values, statement, usePrepared, undefined))
+      out = collect(h.runner, e, optionsFor(rowMode, usePrepared))
     }
     if (typeof h.options.debug === 'function') this.#debug(sent, text, values, out)
     return out
@@ -356,7 +404,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
    * to: at once when a connection took it as it was sent (the usual case),
    * else once it is answered.
    */
-  #debug(sent: Sent, text: string, values: unknown[], out: Promise<unknown>): void {
+  #debug(sent: Where, text: string, values: unknown[], out: Promise<unknown>): void {
     const debug = this.#handler.options.debug
     if (typeof debug !== 'function') return
     const call = (): void => debug(backendOf(sent.where).id, text, values, [])
@@ -364,46 +412,39 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
     else out.then(call, call)
   }
 
-  /** postgres.js's result of pipegres's, made once. */
-  #done(core: CoreResult<unknown>): unknown {
-    if (this.#value !== NONE) return this.#value
-    this.#settled = true
-    const d = this.#direct!
-    return (this.#value = this.#result(core, d.statement, backendOf(d.sent.where)))
+  /** @internal postgres.js's result of an execution's rows, made as pipegres collected them (see Execution). */
+  [finished](e: Execution, rows: unknown[], command: string, count: number | null, fields: Field[]): unknown {
+    // A query run again reports the connection of its first execution when its own is not known.
+    const where = e.first === undefined ? e.where : (e.where ?? e.first.where)
+    return this.#result(rows, command, count, fields, e.statement, backendOf(where))
   }
 
-  #recover(err: unknown): Promise<unknown> {
-    const d = this.#direct!
+  /**
+   * @internal What an execution's promise follows when it fails: postgres.js's error,
+   * or, when a table change broke the prepared statement (its parameter or
+   * result types changed), the query run again unnamed. Called by pipegres as
+   * the failure arrives: it throws nothing, and runs nothing there.
+   */
+  [failed](e: Execution, err: Error): Promise<unknown> {
+    const h = this.#handler
+    const first = e.first
+    // Unnamed, outside a transaction block, from then on; the error inside one stands, as the block is aborted anyway.
+    if (first === undefined && e.usePrepared && h.retries && isStale(err)) {
+      if (stale.size > 10_000) stale.clear()
+      stale.add(e.text)
+      return resolved.then(() => {
+        const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
+        const again = (this.#sent = new Execution(this as PendingQuery<unknown>, e.text, e.values, e.statement, false, { where: e.where, error: err }))
+        return collect(h.runner, again, optionsFor(rowMode, false))
+      })
+    }
+    // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
+    const reported = first !== undefined && (err as { code?: unknown }).code === '25P02' ? first.error : err
     try {
-      return this.#failed(err, d.text, d.values, d.statement, d.usePrepared, d.sent)
+      return this.#fail(reported, e.text, e.values)
     } catch (failure) {
       return Promise.reject(failure)
     }
-  }
-
-  /** A query's failure: a prepared statement a table change broke (its parameter or result types changed) runs again unnamed. */
-  #failed(err: unknown, text: string, values: unknown[], statement: Statement, usePrepared: boolean, sent: Sent): Promise<unknown> {
-    const h = this.#handler
-    // Unnamed, outside a transaction block, from then on; the error inside one stands, as the block is aborted anyway.
-    if (!(usePrepared && h.retries && isStale(err))) {
-      this.#settled = true
-      return this.#fail(err, text, values)
-    }
-    if (stale.size > 10_000) stale.clear()
-    stale.add(text)
-    const rowMode = this.#mode !== 'object' || h.transform.results ? 'array' : 'object'
-    const again = (this.#sent = new Sent())
-    return h.runner.query(text, values, optionsFor(rowMode, false, again)).then(
-      (core) => {
-        this.#settled = true
-        return this.#result(core, statement, backendOf(again.where ?? sent.where))
-      },
-      (second: unknown) => {
-        this.#settled = true
-        // In a transaction block the session opened itself, the first failure aborted it: that error is the one to report.
-        return this.#fail((second as { code?: unknown }).code === '25P02' ? err : second, text, values)
-      },
-    )
   }
 
   /** Rejects with pipegres's error as postgres.js's, with this query's text, parameters and call site. */
@@ -413,12 +454,13 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
 
 
 
-  #result(core: CoreResult<unknown>, statement: Statement, state: Backend): unknown {
+  #result(rows: unknown[], command: string, count: number | null, fields: readonly Field[], statement: Statement, state: Backend): unknown {
     const h = this.#handler
-    const r = toResult(core, h.transform, this.#mode !== 'object', statement, state)
+    const r = resultOf(rows, fields, command, count, h.transform, this.#mode !== 'object', statement, state)
     if (this.#mode === 'raw') for (let i = 0; i < r.length; i++) r[i] = (r[i] as unknown[]).map(rawValue)
-    if (this.#forEach !== undefined) {
-      for (const row of r) this.#forEach(row, r)
+    const forEach = this.#more?.forEach
+    if (forEach !== undefined) {
+      for (const row of r) forEach(row, r)
       const out = emptyResult(statement, r.command, r.count, state)
       out.columns = r.columns
       return out
@@ -428,7 +470,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
 
   async #runCursor(text: string, values: unknown[], statement: Statement, rowMode: 'array' | 'object'): Promise<unknown> {
     const h = this.#handler
-    const { n, fn } = this.#cursor!
+    const { n, fn } = this.#more!.cursor!
     const sent = (this.#sent = new Sent())
     const cur = h.runner.cursor(text, values, { batchSize: n, rowMode, [sentTo]: sent })
     let command = ''
@@ -438,7 +480,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
       for (let read = first; ; read = cur.read()) {
         const rows = await read
         if (rows.length === 0) break
-        const r = toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
+        const r = resultOf(rows, cur.fields, 'SELECT', rows.length, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
         command = 'SELECT'
         if ((await fn(r, r)) === CLOSE) break
       }
@@ -468,7 +510,7 @@ export class PendingQuery<T = Result<Record<string, unknown>>> implements Promis
           throw toPostgresError(err, h.endpoint, this.#context(text, values))
         }
         if (rows.length === 0) return
-        yield toResult({ rows, fields: cur.fields, command: 'SELECT', rowCount: rows.length } as unknown as CoreResult<unknown>, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
+        yield resultOf(rows, cur.fields, 'SELECT', rows.length, h.transform, this.#mode !== 'object', statement, backendOf(sent.where))
       }
     } finally {
       await cur.close().catch(() => undefined)

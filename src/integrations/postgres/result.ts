@@ -1,4 +1,4 @@
-import type { Field, Result as CoreResult } from '../../index.js'
+import type { Field } from '../../index.js'
 import { noBackend, type Backend } from './backend.js'
 import type { ColumnInfo, Transform } from './transform.js'
 
@@ -50,16 +50,15 @@ export function columnsOf(fields: readonly Field[], transform: Transform): Colum
 }
 
 /**
- * Turns a pipegres result into postgres.js's: `rows` are pipegres's rows
- * (objects, or arrays when `arrays` or a transform asked for them).
+ * postgres.js's result of rows as pipegres collected them (objects, or arrays
+ * when `arrays` or a transform asked for them): the array itself, made the result.
  */
-export function toResult(core: CoreResult<unknown>, transform: Transform, arrays: boolean, statement: Statement, state: Backend = noBackend): Result<unknown> {
-  const columns = core.fields.length === 0 ? noColumns : columnsOf(core.fields, transform)
-  let rows = core.rows as unknown[]
+export function resultOf(rows: unknown[], fields: readonly Field[], command: string, count: number | null, transform: Transform, arrays: boolean, statement: Statement, state: Backend = noBackend): Result<unknown> {
+  const columns = fields.length === 0 ? noColumns : columnsOf(fields, transform)
   if (transform.results) rows = transformRows(rows as unknown[][], columns, transform, arrays)
   const r = rows as Result<unknown>
-  r.count = core.rowCount
-  r.command = core.command
+  r.count = count
+  r.command = command
   r.columns = columns
   if (statement.columns.length === 0 && columns.length > 0) statement.columns = columns
   r.statement = statement

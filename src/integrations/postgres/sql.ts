@@ -4,7 +4,7 @@ import { Builder, Identifier } from './build.js'
 import { connectionError, generic, markShaped, PostgresError, toPostgresError, type Endpoint } from './errors.js'
 import { Notifications, type ListenResult } from './listen.js'
 import type { ResolvedOptions } from './options.js'
-import { captureOrigin, CLOSE, PendingQuery, type Handler, type Runner, type UnsafeOptions } from './query.js'
+import { captureOrigin, CLOSE, noOptions, PendingQuery, type Handler, type Runner, type UnsafeOptions } from './query.js'
 import { arrayParam } from './types.js'
 import type { Result } from './result.js'
 import { largeObject, type LargeObject } from './large-object.js'
@@ -114,7 +114,6 @@ export interface Sql {
 
 // unsafe()'s defaults, shared: a query reads them and never changes them.
 const noArgs: unknown[] = []
-const noOptions: UnsafeOptions = {}
 
 function isTemplate(x: unknown): x is TemplateStringsArray {
   return Array.isArray(x) && Array.isArray((x as unknown as { raw?: unknown }).raw)
@@ -148,7 +147,7 @@ function makeSql(inst: Instance, handler: Handler): Sql {
         options = args as UnsafeOptions
         args = noArgs
       }
-      return new PendingQuery(handler, [text], args, 'unsafe', options)
+      return new PendingQuery(handler, text, args, 'unsafe', options)
     },
     file: (path: unknown, args: unknown[] = [], options: UnsafeOptions = {}) => {
       if (!Array.isArray(args)) {
@@ -166,7 +165,7 @@ function makeSql(inst: Instance, handler: Handler): Sql {
         }
         return cached
       }
-      return new PendingQuery(handler, [path as string], args, 'file', options, read)
+      return new PendingQuery(handler, path, args, 'file', options, read)
     },
     json: (value: unknown) => new TypedValue(value, 3802, 'jsonb'),
     array: (xs: unknown[], type?: number) => {
