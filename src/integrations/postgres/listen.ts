@@ -14,6 +14,8 @@ export interface ListenResult {
 export class Notifications {
   #client: Client | undefined
   readonly #state = { pid: undefined as number | undefined }
+  /** Whether anything was listened to on this connection (it listens again after a reconnect). */
+  #listened = false
   /** onlisten callbacks of the channels listened to, called after each reconnect. */
   readonly #onlisten = new Set<() => void>()
 
@@ -27,7 +29,9 @@ export class Notifications {
       const c = new Client(this.options())
       c.on('disconnect', () => {
         // Listens again once reconnected: the next query's answer comes after the LISTENs pipegres sends first.
-        if (this.#onlisten.size === 0 && this.#state.pid === undefined) return
+        if (this.#onlisten.size === 0 && !this.#listened) return
+        // The backend it names is gone: no pid until the next connection is up (a stale one would name a dead backend).
+        this.#state.pid = undefined
         const again = (): void => {
           c.query('select 1').then(
             () => {
@@ -56,6 +60,7 @@ export class Notifications {
       throw toPostgresError(err, this.endpoint, undefined)
     }
     this.#state.pid = c.processId
+    this.#listened = true
     if (onlisten !== undefined) {
       this.#onlisten.add(onlisten)
       onlisten()

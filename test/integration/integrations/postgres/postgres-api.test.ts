@@ -92,6 +92,36 @@ test('listen and notify', { skip }, async () => {
   await listening.unlisten()
 })
 
+test("listen's state.pid: undefined once its backend is gone, then the new backend's, notifications flowing again; three times over", { skip }, async () => {
+  const own = postgres(connectionString ?? {}, { max: 1, onnotice: () => {} })
+  const until = async (what: string, ok: () => boolean): Promise<void> => {
+    const deadline = performance.now() + 10_000
+    while (!ok()) {
+      if (performance.now() > deadline) assert.fail(`${what} within 10 s`)
+      await new Promise((r) => setTimeout(r, 5))
+    }
+  }
+  try {
+    const heard: string[] = []
+    let relistened = 0
+    const listening = await own.listen('pgjs_state_channel', (payload) => heard.push(payload), () => relistened++)
+    for (let round = 0; round < 3; round++) {
+      const old = listening.state.pid
+      assert.equal(typeof old, 'number')
+      await own`select pg_terminate_backend(${old!})`
+      await until('the lost backend was dropped', () => listening.state.pid !== old)
+      assert.ok(listening.state.pid === undefined || typeof listening.state.pid === 'number')
+      await until('a new backend listened', () => typeof listening.state.pid === 'number' && relistened === round + 2)
+      assert.notEqual(listening.state.pid, old)
+      await own.notify('pgjs_state_channel', `after ${round}`)
+      await until('the notification came', () => heard.includes(`after ${round}`))
+    }
+    await listening.unlisten()
+  } finally {
+    await own.end()
+  }
+})
+
 test('errors: PostgresError with postgres.js fields, query and parameters; cancel', { skip }, async () => {
   const err = (await sql`select * from no_such_table_here where x = ${1}`.catch((e: unknown) => e)) as PostgresError
   assert.ok(err instanceof PostgresError)
