@@ -1,3 +1,4 @@
+// Whole past 500 lines: one query object (PendingQuery) and its one execution, whose paths share private state.
 import { AbortError, CollectInto, collectInto, sentTo, type ConnectionState, type CopyInStream, type CopyOutStream, type Field, type Pool, type QueryOptions, type QuerySink, type SentTrace } from '../../index.js'
 import { backendOf, Sent, whereOf, type Backend, type Where } from './backend.js'
 import { build, isFragment, plainText, plainValues, unsafeValues } from './build.js'
