@@ -181,7 +181,8 @@ export interface DeepPipelineReport {
 
 /**
  * `runs` runs in a row, each with fresh clients; the first failure ends it.
- * Returns nothing: a failure throws, naming the run.
+ * A failure throws, naming the run; else returns how many runs met a session
+ * the pooler ended (at most `lossyRuns`) and the queries those failed.
  */
 export async function deepPipelineRuns({ url, table, clients, runs, runTimeoutMs, options = {}, lossyRuns = 0 }: DeepPipelineOptions): Promise<DeepPipelineReport> {
   const report: DeepPipelineReport = { lossyRuns: 0, lostQueries: 0 }
