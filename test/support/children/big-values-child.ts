@@ -41,6 +41,8 @@ export interface ChildReport {
   /** A small query on the same connection after all steps. */
   afterwards: 'ok' | string
   error?: string
+  /** Milliseconds since the process started at which each phase ended (connected, values made, each step, afterwards, closed): where a slow run spent its time. */
+  phases: Record<string, number>
 }
 
 const gc = (globalThis as { gc?: () => void }).gc
@@ -323,25 +325,36 @@ async function main(): Promise<number> {
   const url = process.env.PIPEGRES_BIG_URL
   const sslmode = process.env.PIPEGRES_BIG_SSLMODE as 'disable' | 'require' | undefined
   const db = await connect({ ...(url ? { connectionString: url } : {}), ...(sslmode ? { sslmode } : {}) })
-  const report: ChildReport = { case: name!, size, baseline: 0, valuesAboveBaseline: 0, peakReset: true, steps: [], afterwards: 'not reached' }
+  const report: ChildReport = { case: name!, size, baseline: 0, valuesAboveBaseline: 0, peakReset: true, steps: [], afterwards: 'not reached', phases: {} }
+  // Each phase is also written to stderr as it ends, so that a run killed for taking too long shows where it was.
+  const phase = (what: string): void => {
+    report.phases[what] = Math.round(performance.now())
+    process.stderr.write(`phase ${what} at ${report.phases[what]} ms\n`)
+  }
+  phase('started')
   try {
     await db.query('SELECT 1')
+    phase('connected')
     await settle()
     report.baseline = rss()
     const steps = await setup(db, size)
     await settle()
     report.valuesAboveBaseline = rss() - report.baseline
+    phase('values made')
     for (const step of steps) {
       report.steps.push(await measure(step, size, report.baseline))
+      phase(step.name)
     }
     const r = await db.query<{ ok: number }>('SELECT 1 AS ok')
     report.afterwards = r.rows[0]?.ok === 1 ? 'ok' : `unexpected ${JSON.stringify(r.rows)}`
+    phase('afterwards')
   } catch (err) {
     const e = err as Error
     report.error = `${e.name}: ${e.message}`.slice(0, 2000)
   } finally {
     report.peakReset = peakReset
     await db.end().catch(() => {})
+    phase('closed')
   }
   console.log(JSON.stringify(report))
   return report.error === undefined && report.afterwards === 'ok' ? 0 : 1
