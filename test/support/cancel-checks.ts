@@ -15,14 +15,19 @@ import { adminQuery } from './servers/test-server.js'
 /**
  * Checks the outcome of a query that ran behind a cancelled one: its value,
  * or, on a server before 18 only, a query_canceled. Returns true for a hit.
+ *
+ * `nearEnd`: the abort may have come within a few milliseconds of the target
+ * ending on its own. Then a follower may be hit on 18 too: the client's last
+ * look at the target and the signal reaching the backend are a moment apart
+ * (see src/connection/cancel-scheduler.ts), which a loaded machine stretches.
  */
-export function followerOutcome<T>(s: PromiseSettledResult<T>, serverMajor: number, check: (value: T) => void, what = 'a follower'): boolean {
+export function followerOutcome<T>(s: PromiseSettledResult<T>, serverMajor: number, check: (value: T) => void, what = 'a follower', nearEnd = false): boolean {
   if (s.status === 'fulfilled') {
     check(s.value)
     return false
   }
   const e = s.reason as unknown
-  assert.ok(serverMajor < 18, `${what} was hit on PostgreSQL ${serverMajor}: ${String(e)}`)
+  assert.ok(serverMajor < 18 || nearEnd, `${what} was hit on PostgreSQL ${serverMajor}: ${String(e)}`)
   assert.ok(e instanceof PgError && e.code === '57014', `${what} failed otherwise: ${String(e)}`)
   return true
 }
