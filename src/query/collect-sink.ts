@@ -4,6 +4,7 @@ import { unnamedPlan } from './describe-cache.js'
 import { noFormats, type Exchange } from './exchange.js'
 import { parseCommandTag, type Field, type QueryRowMode, type Result } from './result.js'
 import { resultOf, type RowSink, type RowSource } from './row-sink.js'
+import { settleOwn, type OwnPromise } from './settling-request.js'
 
 export type { QueryRowMode, RowMode } from './result.js'
 
@@ -136,6 +137,9 @@ export abstract class CollectInto<T> implements RowSink<T> {
   declare readonly streams: false
   declare readonly collects: true
 
+  /** The key under which an OwnPromise (see own) holds its resolve function: here, not a name of its own on the main entry. */
+  static readonly settleOwn: typeof settleOwn = settleOwn
+
   begin(q: RowSource, x: Exchange): void {
     planCollected(q, x)
   }
@@ -153,5 +157,10 @@ export abstract class CollectInto<T> implements RowSink<T> {
 
   /** The outcome of the rows (the array is the query's own, for the taking), the command, its row count and the columns. */
   abstract finish(rows: unknown[], command: string, rowCount: number | null, fields: Field[]): T
+
+  /** A promise of its own the request settles, instead of making one (see OwnPromise); null: the request makes one. */
+  get own(): OwnPromise<T> | null {
+    return null
+  }
 }
 Object.defineProperties(CollectInto.prototype, { streams: { value: false }, collects: { value: true } })

@@ -8,7 +8,7 @@ import { decodeCommandComplete, decodeParameterDescription, decodeRowDescription
 import { writeBind, writeClose, writeDescribe, writeExecute, writeExecuteSync, writeFlush, writeParse, writeSync } from '../protocol/frontend.js'
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
-import { SettlingRequest } from './settling-request.js'
+import { SettlingRequest, type OwnPromise } from './settling-request.js'
 import { checkCount, checkText, needsTypes, presize, writeParam } from './binder.js'
 import { collectSink, columnsSink, keepRow } from './collect-sink.js'
 import { allBinary, binaryPlan } from './describe-cache.js'
@@ -52,8 +52,9 @@ export class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> imp
     declared: number[] | null,
     readonly sink: RowSink<T>,
     readonly policy: ExecutionPolicy,
+    own: OwnPromise<T> | null = null,
   ) {
-    super(declared)
+    super(declared, own)
     this.values = values
   }
 

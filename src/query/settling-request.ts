@@ -11,6 +11,19 @@ import { DROPPED, SETTLED, type Exchange, type Extra } from './exchange.js'
  */
 const rejection = rejectionAtCaller
 
+/** @internal The key of an OwnPromise's resolve function. */
+export const settleOwn = Symbol('settleOwn')
+
+/**
+ * @internal A promise its maker already holds, with the function that
+ * resolves it: pipegres/postgres's query, which is the promise its caller
+ * awaits. A request that settles it saves a promise, and a turn of the
+ * microtask queue, per query.
+ */
+export interface OwnPromise<T> extends Promise<T> {
+  readonly [settleOwn]: (r: T | PromiseLike<T>) => void
+}
+
 /**
  * A request's life apart from the protocol (T is what it resolves with): its
  * promise, settled once, rejected through the caller's frames; its signal and
@@ -22,7 +35,7 @@ const rejection = rejectionAtCaller
 export abstract class SettlingRequest<T, S extends object = Exchange> implements Abortable {
   readonly promise: Promise<T>
   /** Also rejects: see rejection. */
-  private resolve!: (r: T | PromiseLike<T>) => void
+  private resolve: (r: T | PromiseLike<T>) => void
   // A query waiting in a queue a million long must stay small (about 250
   // bytes with its promise): booleans share one field, the state of the
   // exchange with the server is allocated only when the query is written, and
@@ -35,10 +48,16 @@ export abstract class SettlingRequest<T, S extends object = Exchange> implements
   /** When the query was issued: see QueryTiming. */
   readonly queued = performance.now()
 
-  constructor(declared: number[] | null) {
-    this.promise = new Promise((resolve) => {
+  /** `own`: a promise the caller made and settles through it, which the request settles instead of making one (see OwnPromise). */
+  constructor(declared: number[] | null, own: OwnPromise<T> | null = null) {
+    if (own === null) {
+      let resolve!: (r: T | PromiseLike<T>) => void
+      this.promise = new Promise((r) => (resolve = r))
       this.resolve = resolve
-    })
+    } else {
+      this.promise = own
+      this.resolve = own[settleOwn]
+    }
     if (declared !== null) this.extra = { error: null, watch: null, declared, tx: null, resent: 0 }
   }
 

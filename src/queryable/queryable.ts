@@ -163,15 +163,17 @@ export abstract class Queryable {
    */
   [collectInto]<T>(text: string, values: readonly unknown[], options: QueryOptions | undefined, into: CollectInto<T>, sent: QuerySink | undefined): Promise<T> {
     let req: ExtendedRequest<T>
+    // A traced query's promise is the trace's, which follows the request's own: only an untraced one settles the caller's.
+    const traced = active(queryChannel)
     try {
       const d = this.defaults()
       const vals = checkQuery(d, text, values)
-      req = new ExtendedRequest(text, vals, settingsOf(d, options, queryOptionKeys, 'query'), declaredOf(vals), into, runToEnd)
+      req = new ExtendedRequest(text, vals, settingsOf(d, options, queryOptionKeys, 'query'), declaredOf(vals), into, runToEnd, traced ? null : into.own)
       arm(req, d, options)
     } catch (err) {
       return Promise.reject(err as Error)
     }
-    if (active(queryChannel)) return this.traced('query', text, values, req, req.promise, options, sent)
+    if (traced) return this.traced('query', text, values, req, req.promise, options, sent)
     if (sent !== undefined) linkSentTo(sent, req)
     if (!req.dropped) this.send(req, options)
     return req.promise
