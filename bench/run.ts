@@ -22,7 +22,7 @@
 //   --markdown <file>                    also write the report as Markdown (the README's table)
 //   --node <node binary>                 run the Node clients on this Node (default: the one running this
 //                                        script); `node build/scripts/runtimes.js node 26` prints one
-//   --baseline <tree>                    also run every pipegres variant from another checkout's build
+//   --baseline <tree>                    also run every variant on pipegres (its own API and the drop-ins) from another checkout's build
 //                                        (e.g. a worktree of an earlier commit, built), marked [baseline],
 //                                        interleaved with this tree's: a before/after comparison in one run
 //   --busy-ok                            run even when other processes keep the machine busy; every
@@ -258,7 +258,9 @@ async function main(): Promise<void> {
     if (baseline !== undefined) {
       const dir = join(baseline, 'build', 'bench')
       if (!existsSync(join(dir, 'clients', 'pipegres.js'))) throw new Error(`--baseline ${baseline}: no build/bench/clients/pipegres.js there (run npm run build:all in that tree first)`)
-      for (const w of workloads) w.variants = w.variants.flatMap((v) => (v.client === 'pipegres' ? [v, { ...v, label: `${v.label} [baseline]`, benchDir: dir }] : [v]))
+      // pipegres's own clients and the drop-ins on it (postgres-pipegres, app-...-pipegres): the code a before/after compares.
+      const ours = (client: string): boolean => client === 'pipegres' || client.endsWith('-pipegres')
+      for (const w of workloads) w.variants = w.variants.flatMap((v) => (ours(v.client) && existsSync(join(dir, 'clients', `${v.client}.js`)) ? [v, { ...v, label: `${v.label} [baseline]`, benchDir: dir }] : [v]))
     }
     const setup = await connect({ ...target, sslmode: 'disable' })
     // The tables have their full sizes whichever workloads run, so that a partial run measures what a full one does.

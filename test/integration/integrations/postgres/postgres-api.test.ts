@@ -33,6 +33,33 @@ test('values come back as postgres.js gives them', { skip }, async () => {
   assert.equal(r.columns[0]!.name, 'x')
 })
 
+test('a query is a promise that runs when first awaited, then()ed or execute()d, and never as a fragment; each way settles it once', { skip }, async () => {
+  // Bounded: a query that settled with itself, or never started, would hang here.
+  const within = <T>(p: PromiseLike<T>, what: string): Promise<T> =>
+    Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: not settled within 5 s`)), 5000).unref())])
+  const runs = async (): Promise<number> => Number((await sql`select count(*)::int as n from pg_stat_activity where query like ${'%pgjs-lazy%'} and pid <> pg_backend_pid()`)[0]!.n)
+  const q = sql`select 1 as x -- pgjs-lazy`
+  assert.ok(q instanceof Promise)
+  await new Promise((r) => setTimeout(r, 50))
+  assert.equal(await runs(), 0, 'not sent before it is awaited')
+  // await, Promise.all and Promise.resolve take the query itself.
+  assert.equal(Promise.resolve(q), q)
+  const [a, b] = await within(Promise.all([q, q]), 'Promise.all')
+  assert.equal(a, b, 'one execution, one result')
+  assert.deepEqual([...(await within(q, 'await'))], [{ x: 1 }])
+  assert.deepEqual(await within(sql`select 2 as x`.then((r) => r[0]), 'then()'), { x: 2 })
+  assert.equal(await within(sql`select 3 as x`.finally(() => {}), 'finally()').then((r) => r[0]!.x), 3)
+  assert.equal(await codeOf(within(sql`select 1/0`, 'a failing query')), '22012')
+  assert.equal(await within(sql`select 1/0`.catch(() => 'caught'), 'catch()'), 'caught')
+  // A fragment runs only inside the query it is written into.
+  const fragment = sql`where 1 = ${1}`
+  assert.deepEqual([...(await within(sql`select 4 as x ${fragment}`, 'a query with a fragment'))], [{ x: 4 }])
+  // Started before it is awaited, and awaited twice.
+  const early = sql`select 5 as x`.execute()
+  assert.equal((await within(early, 'execute()'))[0]!.x, 5)
+  assert.equal((await early)[0]!.x, 5)
+})
+
 test('helpers: insert, update, in, identifiers, fragments', { skip }, async () => {
   await sql`create table ${sql(table)} (id int primary key, name text, tags text[])`
   const rows = [{ id: 1, name: 'a', tags: ['x'] }, { id: 2, name: 'b', tags: [] }]
