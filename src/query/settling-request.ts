@@ -35,7 +35,7 @@ export interface OwnPromise<T> extends Promise<T> {
 export abstract class SettlingRequest<T, S extends object = Exchange> implements Abortable {
   readonly promise: Promise<T>
   /** Also rejects: see rejection. */
-  private resolve: (r: T | PromiseLike<T>) => void
+  private resolve!: (r: T | PromiseLike<T>) => void
   // A query waiting in a queue a million long must stay small (about 250
   // bytes with its promise): booleans share one field, the state of the
   // exchange with the server is allocated only when the query is written, and
@@ -51,9 +51,9 @@ export abstract class SettlingRequest<T, S extends object = Exchange> implements
   /** `own`: a promise the caller made and settles through it, which the request settles instead of making one (see OwnPromise). */
   constructor(declared: number[] | null, own: OwnPromise<T> | null = null) {
     if (own === null) {
-      let resolve!: (r: T | PromiseLike<T>) => void
-      this.promise = new Promise((r) => (resolve = r))
-      this.resolve = resolve
+      this.promise = new Promise((resolve) => {
+        this.resolve = resolve
+      })
     } else {
       this.promise = own
       this.resolve = own[settleOwn]
