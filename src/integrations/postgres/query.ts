@@ -245,19 +245,16 @@ export class PendingQuery<T = Result<Record<string, unknown>>> extends Promise<T
     return this.#kind === 'tagged' ? (this.#source as readonly string[]) : [this.#source as string]
   }
 
-  // catch() and finally() are Promise's, which call then().
-  override then<A = T, B = never>(onfulfilled?: ((value: T) => A | PromiseLike<A>) | null, onrejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
-    this.#start()
-    return super.then(onfulfilled, onrejected)
-  }
   override get [Symbol.toStringTag](): string {
     return 'PendingQuery'
   }
 
   static {
-    // What await, Promise.all and then() read before they take the query as a
-    // promise: reading it starts the query, and as Promise it makes them take
-    // the query itself, and then() return a plain promise.
+    // What await, Promise.all and then() (catch() and finally() too, which call
+    // it) read before they take the query as a promise: reading it starts the
+    // query, and as Promise it makes them take the query itself, and then()
+    // return a plain promise. So then() is Promise's own: no frame of this
+    // class's per call.
     Object.defineProperty(PendingQuery.prototype, 'constructor', {
       get(this: PendingQuery<unknown>): PromiseConstructor {
         if (#started in this) this.#start()
