@@ -34,7 +34,21 @@ export type Result<T = Record<string, unknown>> = T[] & ResultMeta
 // A statement's field list is shared by its executions: the columns made of it are kept with it, per transform.
 const columnCache = new WeakMap<readonly Field[], WeakMap<Transform, Column[]>>()
 
+// The last fields and transform asked for, and their columns: a pipelined run of one statement asks for the same each time.
+let lastFields: readonly Field[] | undefined
+let lastTransform: Transform | undefined
+let lastColumns: Column[] = []
+
 export function columnsOf(fields: readonly Field[], transform: Transform): Column[] {
+  if (fields === lastFields && transform === lastTransform) return lastColumns
+  const cols = cachedColumns(fields, transform)
+  lastFields = fields
+  lastTransform = transform
+  lastColumns = cols
+  return cols
+}
+
+function cachedColumns(fields: readonly Field[], transform: Transform): Column[] {
   let byTransform = columnCache.get(fields)
   if (byTransform === undefined) {
     byTransform = new WeakMap()
