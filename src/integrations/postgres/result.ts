@@ -2,7 +2,7 @@ import type { Field } from '../../index.js'
 import { noBackend, type Backend } from './backend.js'
 import type { ColumnInfo, Transform } from './transform.js'
 
-// pipegres's results as postgres.js gives them: an array of the rows, with
+// pipegres's results as postgres.js gives them: the rows array itself, with
 // count, command, columns, statement and state on it. Without a transform
 // the rows pipegres built are kept as they are; with one, each row is built
 // here from pipegres's array rows, keys and values transformed.
@@ -64,82 +64,13 @@ function cachedColumns(fields: readonly Field[], transform: Transform): Column[]
 }
 
 /**
- * The base of ResultRows: its constructor returns the array it is given, so
- * that `new ResultRows(rows)` adds the result's fields to that array itself
- * (no copy of the rows), whose prototype is then made ResultRows's.
- */
-const Adopt = function (this: unknown, rows: unknown[]) {
-  return rows
-} as unknown as new (rows: unknown[]) => unknown[]
-Adopt.prototype = Array.prototype
-
-/**
- * postgres.js's result: the rows, and its count, command, columns, statement
- * and state, which no one enumerates (postgres.js defines them
- * non-enumerable): a result prints, spreads, and compares with assert's
- * deepEqual as its rows alone. Here they are accessors of private fields.
- * map(), filter() and the like make plain arrays, as postgres.js's do.
- */
-export class ResultRows extends Adopt {
-  #count: number | null = null
-  #command = ''
-  #columns: Column[] = noColumns
-  #statement: Statement = noStatement
-  #state: Backend = noBackend
-
-  /** Makes `rows` a result, the same array. */
-  static of(rows: unknown[]): Result<unknown> {
-    const r = new ResultRows(rows)
-    Object.setPrototypeOf(r, ResultRows.prototype)
-    return r as unknown as Result<unknown>
-  }
-  static get [Symbol.species](): ArrayConstructor {
-    return Array
-  }
-  static {
-    // Printed as postgres.js's: `Result(2) [ ... ]`.
-    Object.defineProperty(this, 'name', { value: 'Result' })
-  }
-  get count(): number | null {
-    return this.#count
-  }
-  set count(v: number | null) {
-    this.#count = v
-  }
-  get command(): string {
-    return this.#command
-  }
-  set command(v: string) {
-    this.#command = v
-  }
-  get columns(): Column[] {
-    return this.#columns
-  }
-  set columns(v: Column[]) {
-    this.#columns = v
-  }
-  get statement(): Statement {
-    return this.#statement
-  }
-  set statement(v: Statement) {
-    this.#statement = v
-  }
-  get state(): Backend {
-    return this.#state
-  }
-  set state(v: Backend) {
-    this.#state = v
-  }
-}
-
-/**
  * postgres.js's result of rows as pipegres collected them (objects, or arrays
- * when `arrays` or a transform asked for them).
+ * when `arrays` or a transform asked for them): the array itself, made the result.
  */
 export function resultOf(rows: unknown[], fields: readonly Field[], command: string, count: number | null, transform: Transform, arrays: boolean, statement: Statement, state: Backend = noBackend): Result<unknown> {
   const columns = fields.length === 0 ? noColumns : columnsOf(fields, transform)
   if (transform.results) rows = transformRows(rows as unknown[][], columns, transform, arrays)
-  const r = ResultRows.of(rows)
+  const r = rows as Result<unknown>
   r.count = count
   r.command = command
   r.columns = columns
@@ -150,7 +81,6 @@ export function resultOf(rows: unknown[], fields: readonly Field[], command: str
 }
 
 const noColumns: Column[] = []
-const noStatement: Statement = { name: '', string: '', types: [], columns: noColumns }
 
 function transformRows(rows: unknown[][], columns: Column[], t: Transform, arrays: boolean): unknown[] {
   const value = t.value.from
@@ -172,7 +102,7 @@ function transformRows(rows: unknown[][], columns: Column[], t: Transform, array
 
 /** An empty result with a statement's metadata (what forEach and cursors resolve with). */
 export function emptyResult(statement: Statement, command = '', count: number | null = null, state: Backend = noBackend): Result<unknown> {
-  const r = ResultRows.of([])
+  const r = [] as unknown as Result<unknown>
   r.count = count
   r.command = command
   r.columns = statement.columns

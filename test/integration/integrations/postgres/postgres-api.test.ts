@@ -5,7 +5,6 @@
 
 import { test, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { inspect } from 'node:util'
 import postgres, { PostgresError } from '../../../../src/integrations/postgres/index.js'
 import { mainDatabase } from '../../../support/servers/test-server.js'
 import { uniqueName } from '../../../support/client.js'
@@ -32,27 +31,6 @@ test('values come back as postgres.js gives them', { skip }, async () => {
   assert.equal(r.count, 1)
   assert.equal(r.command, 'SELECT')
   assert.equal(r.columns[0]!.name, 'x')
-})
-
-test("a result is an array of its rows alone, as postgres.js's: its metadata is not enumerable, it prints as Result(n), map() makes a plain array", { skip }, async () => {
-  const r = await sql`select 1 as x union all select 2`
-  assert.ok(Array.isArray(r))
-  assert.deepEqual(Object.keys(r), ['0', '1'])
-  assert.equal(inspect(r), "Result(2) [ { x: 1 }, { x: 2 } ]")
-  assert.equal(JSON.stringify(r), '[{"x":1},{"x":2}]')
-  assert.deepEqual([...r], [{ x: 1 }, { x: 2 }])
-  assert.equal(Object.getPrototypeOf(r.map((row) => row.x)), Array.prototype)
-  assert.equal(r.count, 2)
-  assert.equal(r.command, 'SELECT')
-  assert.deepEqual(r.columns.map((c) => c.name), ['x'])
-  assert.equal(typeof r.statement.string, 'string')
-  assert.equal(typeof r.state.pid, 'number')
-  // Written by the caller, as postgres.js's writable properties.
-  r.count = 7
-  assert.equal(r.count, 7)
-  const none = await sql`select 1 where false`
-  assert.equal(inspect(none), 'Result(0) []')
-  assert.equal(none.count, 0)
 })
 
 test('a query is a promise that runs when first awaited, then()ed or execute()d, and never as a fragment; each way settles it once', { skip }, async () => {
