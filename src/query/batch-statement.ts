@@ -5,7 +5,7 @@ import { writeBind, writeDescribe, writeExecute, writeParse, writeSync } from '.
 import { Backend } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
 import type { TypeCatalog } from '../types/catalog.js'
-import { checkCount, needsTypes, presize, writeParam } from './binder.js'
+import { awaitsTypes, checkCount, needsTypes, presize, writeParam } from './binder.js'
 import { collectSink, columnsSink } from './collect-sink.js'
 import { noFields, noFormats, noOids, Step, type Exchange, type QuerySettings } from './exchange.js'
 import { ExtendedRequest } from './extended-request.js'
@@ -141,7 +141,8 @@ export class BatchStatement implements RowSink {
     const req = this.req
     const x = req.attach(ctx)
     const declared = req.declared
-    const describe = req.policy.describeFirst || needsTypes(req.values, declared ?? noOids)
+    const catalog = req.session.catalog
+    const describe = req.policy.describeFirst || needsTypes(req.values, declared ?? noOids) || (declared !== null && awaitsTypes(req.values, declared, catalog))
     if (cache === null || !req.settings.prepare || !cacheableText(req.text)) {
       this.prelude = describe ? Prelude.DescribeUnnamed : Prelude.None
       return describe
@@ -152,8 +153,10 @@ export class BatchStatement implements RowSink {
     else if ((stmt = cache.find(key, tx, direct)) !== undefined) {
       if (stmt.state === StatementState.Ready) {
         x.stmt = stmt
-        this.prelude = Prelude.None
-        return false
+        // A value whose type's codec is not known yet: the statement is described again and its types learned before the Bind.
+        const again = awaitsTypes(req.values, stmt.paramTypes!, catalog)
+        this.prelude = again ? Prelude.Describe : Prelude.None
+        return again
       }
       this.prelude = describe ? Prelude.Describe : Prelude.None
     } else {

@@ -3,6 +3,7 @@ import type { Writer } from '../protocol/writer.js'
 import { CodecError } from '../types/codec.js'
 import { isTemporalParam } from '../types/temporal-params.js'
 import { toText } from '../types/text-params.js'
+import type { TypeCatalog } from '../types/catalog.js'
 import type { TypeView } from '../types/view.js'
 import { TypedValue } from './typed.js'
 
@@ -20,6 +21,21 @@ export function needsTypes(values: readonly unknown[], declared: readonly number
   for (let i = 0; i < values.length; i++) {
     const v = values[i]
     if (typeof v === 'object' && v !== null && (declared[i] ?? 0) === 0 && !(v instanceof TypedValue) && !plainText(v)) return true
+  }
+  return false
+}
+
+/**
+ * True when some value is an object that only its parameter's codec can
+ * write, and the catalog does not know that type yet (a type to look up, or a
+ * built-in whose codec has not loaded): such a query is described and its
+ * types learned before it is bound, however its statement was cached.
+ */
+export function awaitsTypes(values: readonly unknown[], types: readonly number[], catalog: TypeCatalog): boolean {
+  for (let i = 0; i < values.length; i++) {
+    let v = values[i]
+    if (v instanceof TypedValue) v = v.value
+    if (typeof v === 'object' && v !== null && !plainText(v) && !catalog.knows(types[i] ?? 0)) return true
   }
   return false
 }

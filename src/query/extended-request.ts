@@ -9,7 +9,7 @@ import { writeBind, writeClose, writeDescribe, writeExecute, writeExecuteSync, w
 import { Backend, backendMessageName } from '../protocol/message-codes.js'
 import type { Writer } from '../protocol/writer.js'
 import { SettlingRequest, type OwnPromise } from './settling-request.js'
-import { checkCount, checkText, needsTypes, presize, writeParam } from './binder.js'
+import { awaitsTypes, checkCount, checkText, needsTypes, presize, writeParam } from './binder.js'
 import { collectSink, columnsSink, keepRow } from './collect-sink.js'
 import { allBinary, binaryPlan } from './describe-cache.js'
 import { BIND_DEFERRED, CLOSING, DESCRIBING, DISCARD, EXECUTING, Exchange, noFields, noFormats, noOids, PARSING, passedLimit, refuseCopy, REPARSE, SETTLED, Step, UNSYNCED, type QuerySettings, type ResultLimits } from './exchange.js'
@@ -331,15 +331,17 @@ export class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> imp
       writeDescribe(w, 'S', stmt.name)
     }
     const view = this.settings.view
-    const shape = stmt.state === StatementState.Ready ? stmt.shape(view, session.catalog) : null
-    if (shape !== null && (!this.policy.describeFirst || shape.unknown.length === 0)) {
+    const catalog = session.catalog
+    const shape = stmt.state === StatementState.Ready ? stmt.shape(view, catalog) : null
+    // A type still unknown is learned first when the query reads rows one by one, or a value needs its codec.
+    if (shape !== null && (shape.unknown.length === 0 || (!this.policy.describeFirst && !awaitsTypes(this.values, stmt.paramTypes!, catalog)))) {
       const types = stmt.paramTypes!
       checkCount(this.values, types)
       const formats = this.resultFormats(stmt.fields!, shape.resultFormats)
       x.useShape(formats, shape)
       presize(w, this.values)
       writeBind(w, '', stmt.name, this.values.length, (w, i) => writeParam(w, view, this.values, i, types[i]!), formats)
-    } else if (this.policy.describeFirst || needsTypes(this.values, stmt.declaredTypes)) {
+    } else if (shape !== null || this.policy.describeFirst || needsTypes(this.values, stmt.declaredTypes) || awaitsTypes(this.values, stmt.declaredTypes, catalog)) {
       if (!created) writeDescribe(w, 'S', stmt.name)
       writeFlush(w)
       this.flags |= DESCRIBING | BIND_DEFERRED | UNSYNCED
@@ -382,7 +384,7 @@ export class ExtendedRequest<T = Result<unknown>> extends SettlingRequest<T> imp
     const declared = this.extra?.declared ?? noOids
     writeParse(w, '', this.text, declared)
     x.step = Step.Parse
-    if (this.policy.describeFirst || needsTypes(this.values, declared)) {
+    if (this.policy.describeFirst || needsTypes(this.values, declared) || (declared.length > 0 && awaitsTypes(this.values, declared, sessionOf(ctx).catalog))) {
       writeDescribe(w, 'S', '')
       writeFlush(w)
       this.flags |= DESCRIBING | BIND_DEFERRED | UNSYNCED

@@ -2,7 +2,8 @@ import type { Request, RequestContext } from '../connection/request.js'
 import { PgError } from '../errors.js'
 import { Codes } from '../protocol/sql-state-codes.js'
 import type { TypeCatalog } from '../types/catalog.js'
-import type { TypeInfo } from '../types/type-info.js'
+import { loadExtraCodecs } from '../types/builtins.js'
+import { BUILTIN_INFOS, type TypeInfo } from '../types/type-info.js'
 import type { TypeView } from '../types/view.js'
 import { StatementCache } from './statement-cache.js'
 import { DescribeCache } from './describe-cache.js'
@@ -88,8 +89,13 @@ export class Session {
   lookupTypes(oids: readonly number[]): Promise<void> {
     const waits: Promise<void>[] = []
     const needed: number[] = []
+    const builtin: number[] = []
     for (const oid of new Set(oids)) {
       if (this.catalog.knows(oid)) continue
+      if (BUILTIN_INFOS.has(oid)) {
+        builtin.push(oid)
+        continue
+      }
       const pending = this.lookups.get(oid)
       if (pending !== undefined) waits.push(pending)
       else needed.push(oid)
@@ -100,7 +106,7 @@ export class Session {
       })
       for (const oid of needed) this.lookups.set(oid, lookup)
       waits.push(lookup)
-    }
+    } else if (builtin.length > 0) waits.push(this.loadCodecs(builtin))
     return waits.length === 1 ? waits[0]! : Promise.all(waits).then(() => undefined)
   }
 
@@ -109,10 +115,23 @@ export class Session {
    * holds the writer and cannot bind its parameters without them.
    */
   lookupTypesAhead(oids: readonly number[], ctx: RequestContext): Promise<void> {
-    return this.runLookup([...new Set(oids)], (req) => ctx.writeAhead(req))
+    const unique = [...new Set(oids)]
+    const needed = unique.filter((oid) => !BUILTIN_INFOS.has(oid))
+    return needed.length > 0 ? this.runLookup(needed, (req) => ctx.writeAhead(req)) : this.loadCodecs(unique)
+  }
+
+  /**
+   * The rarer built-in codecs, loaded for built-in types met for the first
+   * time (and for types learned from pg_type, which may be made of them).
+   * Never rejects: if they cannot load, those types are read as text.
+   */
+  private loadCodecs(oids: readonly number[]): Promise<void> {
+    return loadExtraCodecs().catch(() => this.catalog.giveUp(oids))
   }
 
   private runLookup(oids: number[], send: (req: Request) => void): Promise<void> {
+    // A type learned from pg_type may be made of the rarer built-in types, or be a composite or a range: their codecs load beside it.
+    const codecs = loadExtraCodecs().catch(() => undefined)
     return this.lookup(oids, this.serverVersion(), this.catalog.view(), send).then(
       (infos) => {
         this.catalog.learn(infos)
@@ -124,7 +143,7 @@ export class Session {
         // next time the type is met. Any other failure is final for this session.
         if (!(err instanceof PgError && err.code === Codes.InFailedSqlTransaction)) this.catalog.giveUp(oids)
       },
-    )
+    ).then(() => codecs)
   }
 }
 

@@ -1,28 +1,43 @@
-import { typeOptionsKey, type Codec, type ResolvedTypeOptions } from './codec.js'
-import { registerBitStringCodecs } from './codecs/bit-string.js'
-import { registerContainers } from './codecs/containers.js'
+import { defaultTypeOptions, typeOptionsKey, type Codec, type ResolvedTypeOptions } from './codec.js'
+import { registerArrays } from './codecs/array.js'
 import { registerDateCodecs } from './codecs/date.js'
-import { registerGeometricCodecs } from './codecs/geometric.js'
 import { registerIntervalCodecs } from './codecs/interval.js'
-import { registerMacAddressCodecs } from './codecs/mac-address.js'
-import { registerNetworkCodecs } from './codecs/network.js'
 import { registerScalars } from './codecs/scalars.js'
 import { registerTemporalCodecs } from './codecs/temporal.js'
-import { registerTextSearchCodecs } from './codecs/text-search.js'
 import { registerTimeCodecs } from './codecs/time.js'
 import { registerTimestampCodecs } from './codecs/timestamp.js'
+import { BUILTIN_INFOS } from './type-info.js'
 
-const tables = new Map<string, ReadonlyMap<number, Codec>>()
+// The codecs of the built-in types, in two parts. The common ones (numbers,
+// text, bytea, json, uuid, dates and times, and arrays of them) are here from
+// the start. The rarer ones (network addresses, geometry, bit strings, text
+// search, ranges, multiranges, records, composites: codecs/extra.ts) load the
+// first time a connection meets one of their types, or any type it has to look
+// up in pg_type: the exchange holds the rows meanwhile, as it does for a lookup.
+// A program that never meets them never loads (or bundles up front) their code.
+
+type Extra = typeof import('./codecs/extra.js')
+
+const tables = new Map<string, { table: Map<number, Codec>; options: ResolvedTypeOptions }>()
+let extra: Extra | null = null
+let loading: Promise<void> | null = null
+let coreOids: ReadonlySet<number> | null = null
 
 /**
- * The codecs of every built-in type for one set of options, built once and
- * shared (read-only) by every view with those options. Containers come last:
- * arrays, ranges and multiranges are built on the element codecs.
+ * Bumped when the rarer codecs arrive: every catalog adds it to its version,
+ * so the codecs and plans made before are made again.
+ */
+export let builtinsEpoch = 0
+
+/**
+ * The codecs of every built-in type loaded so far, for one set of options:
+ * built once and shared (read-only) by every view with those options. Arrays
+ * come last: they are built on their element codecs.
  */
 export function builtinCodecs(options: ResolvedTypeOptions): ReadonlyMap<number, Codec> {
   const key = typeOptionsKey(options)
-  let table = tables.get(key)
-  if (table === undefined) {
+  let entry = tables.get(key)
+  if (entry === undefined) {
     const t = new Map<number, Codec>()
     registerScalars(t, options)
     registerDateCodecs(t, options)
@@ -30,14 +45,50 @@ export function builtinCodecs(options: ResolvedTypeOptions): ReadonlyMap<number,
     registerTimestampCodecs(t, options)
     registerIntervalCodecs(t, options)
     registerTemporalCodecs(t, options)
-    registerNetworkCodecs(t, options)
-    registerMacAddressCodecs(t, options)
-    registerBitStringCodecs(t, options)
-    registerGeometricCodecs(t, options)
-    registerTextSearchCodecs(t, options)
-    registerContainers(t, options)
-    tables.set(key, t)
-    table = t
+    extra?.registerExtraCodecs(t, options)
+    registerArrays(t, options)
+    entry = { table: t, options }
+    tables.set(key, entry)
   }
-  return table
+  return entry.table
+}
+
+/**
+ * True when `oid` is a built-in type whose codec has not loaded yet: a
+ * connection that meets it loads them (loadExtraCodecs) before it reads the
+ * rows or writes a parameter that needs it. Built-in types with no codec at all
+ * count too, until the load tells.
+ */
+export function awaitsCodec(oid: number): boolean {
+  if (extra !== null || !BUILTIN_INFOS.has(oid)) return false
+  coreOids ??= new Set(builtinCodecs(defaultTypeOptions).keys())
+  return !coreOids.has(oid)
+}
+
+/** The constructors of the codecs of composite, range, multirange and record types, once loaded (null before). */
+export function extraCodecs(): Extra | null {
+  return extra
+}
+
+/**
+ * Loads the rarer codecs (once per process) and adds them to every table
+ * built so far. Rejects only when the module cannot load (a bundle that lost
+ * its chunk); a later call tries again.
+ */
+export function loadExtraCodecs(): Promise<void> {
+  loading ??= import('./codecs/extra.js').then(
+    (m) => {
+      for (const { table, options } of tables.values()) {
+        m.registerExtraCodecs(table, options)
+        registerArrays(table, options)
+      }
+      extra = m
+      builtinsEpoch++
+    },
+    (err: unknown) => {
+      loading = null
+      throw err
+    },
+  )
+  return loading
 }

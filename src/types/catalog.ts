@@ -1,6 +1,7 @@
 import { defaultTypeOptions, typeOptionsKey, type Codec, type ResolvedTypeOptions, type TypeOptions } from './codec.js'
 import { customCodec, type CustomType } from './custom.js'
 import { unknownTypeCodec } from './fallback.js'
+import { awaitsCodec, builtinsEpoch } from './builtins.js'
 import { BUILTIN_INFOS, type TypeInfo } from './type-info.js'
 import { TypeView } from './view.js'
 
@@ -12,8 +13,7 @@ import { TypeView } from './view.js'
  * same type differently.
  */
 export class TypeCatalog {
-  /** Bumped whenever what the catalog knows changes; views and statements rebuild from it. */
-  version = 0
+  private own = 0
   private readonly learned = new Map<number, TypeInfo>()
   private readonly userByOid = new Map<number, Codec>()
   private readonly userByName = new Map<string, Codec>()
@@ -31,13 +31,20 @@ export class TypeCatalog {
     readonly textOnly = false,
   ) {}
 
+  /** Bumped whenever what the catalog knows changes (here, or the built-in codecs loaded since); views and statements rebuild from it. */
+  get version(): number {
+    return this.own + builtinsEpoch
+  }
+
   info(oid: number): TypeInfo | undefined {
     return BUILTIN_INFOS.get(oid) ?? this.learned.get(oid)
   }
 
-  /** True when decoding `oid` needs nothing more from the server. */
+  /** True when decoding `oid` needs nothing more: from the server, or a codec still to load (see builtins.ts). */
   knows(oid: number): boolean {
-    return oid === 0 || this.textOnly || this.userByOid.has(oid) || BUILTIN_INFOS.has(oid) || this.learned.has(oid) || this.failed.has(oid)
+    if (oid === 0 || this.textOnly || this.userByOid.has(oid)) return true
+    if (BUILTIN_INFOS.has(oid)) return !awaitsCodec(oid) || this.failed.has(oid)
+    return this.learned.has(oid) || this.failed.has(oid)
   }
 
   userCodec(oid: number, info: TypeInfo | undefined): Codec | undefined {
@@ -53,7 +60,7 @@ export class TypeCatalog {
       this.learned.set(info.oid, info)
       this.failed.delete(info.oid)
     }
-    this.version++
+    this.own++
   }
 
   /** Remembers that these OIDs could not be resolved, so they are not looked up again and again. */
@@ -65,7 +72,7 @@ export class TypeCatalog {
   retryFailed(): void {
     if (this.failed.size > 0) {
       this.failed.clear()
-      this.version++
+      this.own++
     }
   }
 
@@ -74,7 +81,7 @@ export class TypeCatalog {
     const codec = customCodec(custom)
     if (custom.oid !== undefined) this.userByOid.set(custom.oid, codec)
     if (custom.name !== undefined) this.userByName.set(custom.name, codec)
-    this.version++
+    this.own++
   }
 
   /** The view for a set of options (cached: only a handful of combinations exist). */

@@ -1,8 +1,8 @@
 import type { Writer } from '../protocol/writer.js'
-import { builtinCodecs } from './builtins.js'
+import { builtinCodecs, extraCodecs } from './builtins.js'
 import type { TypeInfo } from './type-info.js'
 import { CodecError, type Codec, type Decoder, type ResolvedTypeOptions } from './codec.js'
-import { arrayCodec, compositeCodec, multirangeCodec, rangeCodec, recordCodec } from './codecs/containers.js'
+import { arrayCodec } from './codecs/array.js'
 import { enumCodec, unknownTypeCodec } from './fallback.js'
 import { RowPlan, type ColumnInfo } from './row-plan.js'
 
@@ -72,17 +72,22 @@ export class TypeView {
         return this.get(info.base) ?? null
       case 'e':
         return enumCodec(info.name)
+    }
+    // Learning a type from pg_type loads these too (see Session.lookupTypes): null only before.
+    const extra = extraCodecs()
+    if (extra === null) return null
+    switch (info.kind) {
       case 'c':
-        return compositeCodec(
+        return extra.compositeCodec(
           info.name,
           info.attributes.map((a) => ({ name: a.name, oid: a.oid, codec: this.codec(a.oid) })),
         )
       case 'r':
-        return rangeCodec(this.codec(info.subtype), info.name)
+        return extra.rangeCodec(this.codec(info.subtype), info.name)
       case 'm':
-        return multirangeCodec(this.codec(info.subtype), info.name)
+        return extra.multirangeCodec(this.codec(info.subtype), info.name)
       case 'p':
-        return oid === RECORD_OID ? recordCodec((o) => this.get(o)) : null
+        return oid === RECORD_OID ? extra.recordCodec((o) => this.get(o)) : null
       default:
         return null
     }

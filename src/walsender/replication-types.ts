@@ -1,5 +1,6 @@
 import type { ReplicationConnection } from './replication-connection.js'
 import type { TypeCatalog } from '../types/catalog.js'
+import { loadExtraCodecs } from '../types/builtins.js'
 import type { TypeInfo } from '../types/type-info.js'
 
 // Before a stream starts, the types of the published columns that the
@@ -66,7 +67,11 @@ interface InfoRow {
 export async function learnPublishedTypes(conn: ReplicationConnection, catalog: TypeCatalog, publications: readonly string[]): Promise<void> {
   try {
     const rows = await conn.command<{ oid: bigint }>(publishedTypesSql(publications))
-    const unknown = rows.map((r) => Number(r.oid)).filter((oid) => !catalog.knows(oid))
+    let unknown = rows.map((r) => Number(r.oid)).filter((oid) => !catalog.knows(oid))
+    if (unknown.length === 0) return
+    // Built-in types whose codecs load on first use, and the codecs of composites and ranges (see types/builtins.ts).
+    await loadExtraCodecs().catch(() => undefined)
+    unknown = unknown.filter((oid) => !catalog.knows(oid))
     if (unknown.length === 0) return
     const infos = (await conn.command<InfoRow>(typeInfoSql(unknown, conn.serverMajor >= 14))).filter((r) => !catalog.knows(Number(r.oid))).map(toInfo)
     if (infos.length > 0) catalog.learn(infos)

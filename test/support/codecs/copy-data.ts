@@ -3,10 +3,13 @@
 
 import assert from 'node:assert/strict'
 import { Writer } from '../../../src/protocol/writer.js'
+import { loadExtraCodecs } from '../../../src/types/builtins.js'
 import { TypeCatalog } from '../../../src/types/catalog.js'
 import type { TypeOptions } from '../../../src/types/codec.js'
 import { createCopyDecoder, createCopyEncoder, type CopyColumn, type CopyDecoder, type CopyDecoderOptions, type CopyFormatOptions, type CopyRow } from '../../../src/copy/format.js'
 
+// Every built-in codec, as a connection has them once it has met a rarer type (COPY describes its columns first).
+await loadExtraCodecs()
 export const catalog = new TypeCatalog()
 
 export const EXACT: TypeOptions = { int8: 'bigint', numeric: 'string', timestamps: 'string', dates: 'string' }

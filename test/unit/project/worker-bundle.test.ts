@@ -41,6 +41,8 @@ function carried(r: Pick<BundleReport, 'inputBytes'>, prefixes: readonly string[
 const NOT_FOR_CONNECT = ['pool/', 'walsender/', 'replication/', 'connection/copy-both.js', 'protocol/sql-state.js']
 /** COPY's row formats, loaded by copyFromRows() and copyToRows() on first use. */
 const COPY_FORMATS = ['copy/format.js', 'copy/binary-format.js', 'copy/binary-values.js', 'copy/text-format.js', 'copy/csv-format.js', 'copy/delimited.js', 'copy/incremental.js']
+/** The rarer built-in codecs, loaded when a connection first meets one of their types (types/builtins.ts). */
+const RARE_CODECS = ['types/codecs/extra.js', 'types/codecs/network.js', 'types/codecs/geometric.js', 'types/codecs/mac-address.js', 'types/codecs/bit-string.js', 'types/codecs/text-search.js', 'types/codecs/range.js', 'types/codecs/multirange.js', 'types/codecs/record.js', 'types/codecs/composite.js']
 /** Loaded when a connection first needs them: a password handshake, TLS. */
 const ON_FIRST_USE = ['auth/scram.js', 'auth/md5.js', 'auth/saslprep-tables.js', 'auth/channel-binding.js', 'connection/node-tls.js', 'connection/tls-options.js', 'config/pgpass.js']
 
@@ -87,9 +89,9 @@ for (const [target, entry] of [['node', 'index.js'], ['workerd', 'workerd/index.
     assert.ok(carried(withPool, ['pool/pool.js']).length === 1, 'createPool bundles the pool')
   })
 
-  test(`a ${target} bundle of connect alone loads COPY's row formats, the password handshakes and TLS only on first use`, async () => {
+  test(`a ${target} bundle of connect alone loads COPY's row formats, the rarer codecs, the password handshakes and TLS only on first use`, async () => {
     const r = await split(connectOnly, target)
-    const lazy = [...COPY_FORMATS, ...ON_FIRST_USE.filter((f) => target === 'node' || !f.includes('tls') && !f.includes('pgpass'))]
+    const lazy = [...COPY_FORMATS, ...RARE_CODECS, ...ON_FIRST_USE.filter((f) => target === 'node' || !f.includes('tls') && !f.includes('pgpass'))]
     assert.deepEqual(carried(r, lazy), [], 'loaded up front')
     assert.deepEqual(carried(r, NOT_FOR_CONNECT), [])
     for (const file of lazy) assert.ok(has(r.lazy.inputs, file), `${file} is in a chunk loaded on first use`)
