@@ -1,18 +1,31 @@
 // `npm run build`'s second half: each entry of package.json's `exports` ships as
-// one ES module, bundled by esbuild from src/, with the code two entries share in
-// chunks beside them (so `pipegres` and `pipegres/pg` hold one PgError class, not
-// two). Loading two hundred modules cost Node's loader most of pipegres's import
-// time (about 0.2 s above a bare `node`); one file costs a fraction of it. tsc
-// still writes the `.d.ts` files (tsconfig.build.json). Plain JavaScript because
-// it runs before anything under scripts/ is compiled.
+// one ES module, bundled from src/ by Rollup (esbuild strips the types of each
+// file and minifies each output), with the code that entries share in chunks
+// beside them (so `pipegres` and `pipegres/pg` hold one PgError class, not two).
+// tsc still writes the `.d.ts` files (tsconfig.build.json). Plain JavaScript
+// because it runs before anything under scripts/ is compiled.
+//
+// Why Rollup and these chunks: Node's loader spends about a millisecond per
+// module file (resolving, reading, linking), more than compiling a file's code
+// costs. Two hundred modules cost pipegres 0.2 s at import; one file costs a
+// fraction of it. So `import 'pipegres'` loads four files: its entry, the
+// Node platform shared with the other Node entries, `chunks/core-*.js`,
+// everything the Node and the Workers entries have in common, and of that what
+// `pipegres/wire` uses (`chunks/wire-*.js`, free of node: imports for a
+// browser). Code loaded on
+// first use (COPY's formats, the rarer codecs, the password handshakes, TLS)
+// stays in chunks of its own that import the core, which is loaded by then:
+// Rollup places code shared by an entry and what it loads later in the entry's
+// chunk, where esbuild's splitting made a chunk for every combination of users.
 //
 // Source maps (dist/**/*.js.map, the sources inside) let `node --enable-source-maps`
 // name src/ files in a stack trace; without it, the bundle's own file and line.
 
-import { readdirSync, readFileSync, rmSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as esbuild from 'esbuild'
+import { rollup } from 'rollup'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
@@ -38,34 +51,87 @@ function removeJs(dir) {
     else if (/\.js(\.map)?$/.test(entry.name)) rmSync(path)
   }
 }
+
+/** The sources' imports name the compiled files (`./x.js`): Rollup is given the TypeScript beside them, stripped of types by esbuild. */
+const typescript = {
+  name: 'typescript',
+  resolveId(source, importer) {
+    if (importer === undefined || !source.startsWith('.') || !source.endsWith('.js')) return null
+    const ts = resolve(dirname(importer), `${source.slice(0, -'.js'.length)}.ts`)
+    return existsSync(ts) ? ts : null
+  },
+  async transform(code, id) {
+    if (!id.endsWith('.ts')) return null
+    const r = await esbuild.transform(code, { loader: 'ts', format: 'esm', target: 'es2022', sourcemap: 'external', sourcefile: id })
+    return { code: r.code, map: r.map }
+  },
+}
+
+// White space and syntax minified, names kept for readable stacks: V8 must scan every byte of a module when it compiles it.
+const minify = {
+  name: 'minify',
+  async renderChunk(code, chunk) {
+    const r = await esbuild.transform(code, { format: 'esm', target: 'es2022', minifyWhitespace: true, minifySyntax: true, legalComments: 'none', sourcemap: 'external', sourcefile: chunk.fileName })
+    return { code: r.code, map: r.map }
+  },
+}
+
+const entries = entrySources(pkg.exports)
+const input = Object.fromEntries(entries.map((file) => [file.slice('src/'.length, -'.ts'.length), join(root, file)]))
+const nodeEntry = join(root, 'src', 'index.ts')
+const workersEntry = join(root, 'src', 'workerd', 'index.ts')
+const wireEntry = join(root, 'src', 'wire', 'index.ts')
+
+/** The modules a module reaches through static imports, itself included. */
+function reached(start, getModuleInfo) {
+  const seen = new Set()
+  const todo = [start]
+  while (todo.length > 0) {
+    const id = todo.pop()
+    if (seen.has(id)) continue
+    seen.add(id)
+    for (const next of getModuleInfo(id)?.importedIds ?? []) todo.push(next)
+  }
+  return seen
+}
+
+let chunks = null
 removeJs(join(root, 'dist'))
 rmSync(join(root, 'dist', 'chunks'), { recursive: true, force: true })
-
-const result = await esbuild.build({
-  absWorkingDir: root,
-  entryPoints: entrySources(pkg.exports),
-  outbase: 'src',
-  outdir: 'dist',
-  entryNames: '[dir]/[name]',
-  chunkNames: 'chunks/[name]-[hash]',
-  bundle: true,
-  splitting: true,
-  format: 'esm',
+const bundle = await rollup({
+  input,
+  plugins: [typescript],
   // Node's modules, cloudflare:sockets, and every package (the integrations' optional peers) stay imports.
-  platform: 'neutral',
-  packages: 'external',
-  external: ['node:*', 'cloudflare:*'],
-  target: 'es2022',
-  sourcemap: 'linked',
-  sourcesContent: true,
-  // Names kept, for readable stacks; white space and syntax minified: V8 must scan every byte of a
-  // module when it compiles it, and that scan was most of the import time left.
-  minifyWhitespace: true,
-  minifySyntax: true,
-  legalComments: 'none',
-  logLevel: 'warning',
-  metafile: true,
+  external: (id) => !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('\0'),
+  // Module-level code runs in import order and nothing is left out for having no visible effect: as tsc's output runs.
+  treeshake: { moduleSideEffects: true },
+  onwarn(warning, warn) {
+    // Import circles between modules inside a chunk are Rollup's to order, as they were Node's before bundling.
+    if (warning.code === 'CIRCULAR_DEPENDENCY') return
+    warn(warning)
+  },
 })
-
-const outputs = Object.keys(result.metafile.outputs).filter((f) => f.endsWith('.js'))
-console.log(`bundled ${entrySources(pkg.exports).length} entries into ${outputs.length} files in dist/`)
+const { output } = await bundle.write({
+  dir: join(root, 'dist'),
+  format: 'es',
+  entryFileNames: '[name].js',
+  chunkFileNames: 'chunks/[name]-[hash].js',
+  sourcemap: true,
+  sourcemapPathTransform: (source, map) => relative(dirname(map), resolve(dirname(map), source)),
+  generatedCode: 'es2015',
+  plugins: [minify],
+  manualChunks(id, { getModuleInfo }) {
+    // What the Node and the Workers entries share, in one chunk that each imports whole; of it, what
+    // pipegres/wire uses in a chunk of its own, which a browser loads without the rest (nor its node: imports).
+    chunks ??= (() => {
+      const workers = reached(workersEntry, getModuleInfo)
+      const wire = reached(wireEntry, getModuleInfo)
+      const core = new Set([...reached(nodeEntry, getModuleInfo)].filter((m) => workers.has(m) && m !== workersEntry))
+      return { core, wire }
+    })()
+    if (id === wireEntry) return undefined
+    return chunks.wire.has(id) ? 'wire' : chunks.core.has(id) ? 'core' : undefined
+  },
+})
+await bundle.close()
+console.log(`bundled ${entries.length} entries into ${output.filter((o) => o.type === 'chunk').length} files in dist/`)

@@ -54,7 +54,7 @@ const allowedNode: Record<Layer, RegExp> = {
   types: /^$/,
   copy: /^$/,
   auth: /^node:crypto$/,
-  config: /^node:(fs|fs\/promises|os|path|net|tls)$/,
+  config: /^node:(fs|fs\/promises|os|path|net|tls|module)$/,
   connection: /^node:(net|tls|fs|os|path|events|crypto)$/,
   query: /^$/,
   replication: /^$/,
