@@ -1,9 +1,11 @@
 // `npm run build`'s second half: each entry of package.json's `exports` ships as
-// one ES module, bundled from src/ by Rollup (esbuild strips the types of each
-// file and minifies each output), with the code that entries share in chunks
+// one ES module, bundled by Rollup from what tsc compiled of src/ (tsc -p
+// tsconfig.build.json writes the JavaScript to build/package/, with source maps,
+// and the `.d.ts` files to dist/), with the code that entries share in chunks
 // beside them (so `pipegres` and `pipegres/pg` hold one PgError class, not two).
-// tsc still writes the `.d.ts` files (tsconfig.build.json). Plain JavaScript
-// because it runs before anything under scripts/ is compiled.
+// tsc's JavaScript, not a per-file transpiler's: tsc puts the values of `const
+// enum` members in place across files, as in the code the tests and benchmarks
+// run. Plain JavaScript because it runs before anything under scripts/ is compiled.
 //
 // Why Rollup and these chunks: Node's loader spends about a millisecond per
 // module file (resolving, reading, linking), more than compiling a file's code
@@ -12,11 +14,11 @@
 // Node platform shared with the other Node entries, `chunks/core-*.js`,
 // everything the Node and the Workers entries have in common, and of that what
 // `pipegres/wire` uses (`chunks/wire-*.js`, free of node: imports for a
-// browser). Code loaded on
-// first use (COPY's formats, the rarer codecs, the password handshakes, TLS)
-// stays in chunks of its own that import the core, which is loaded by then:
-// Rollup places code shared by an entry and what it loads later in the entry's
-// chunk, where esbuild's splitting made a chunk for every combination of users.
+// browser). Code loaded on first use (COPY's formats, the rarer codecs, the
+// password handshakes, TLS) stays in chunks of its own that import the core,
+// which is loaded by then: Rollup places code shared by an entry and what it
+// loads later in the entry's chunk, where esbuild's splitting made a chunk for
+// every combination of users.
 //
 // Source maps (dist/**/*.js.map, the sources inside) let `node --enable-source-maps`
 // name src/ files in a stack trace; without it, the bundle's own file and line.
@@ -52,18 +54,16 @@ function removeJs(dir) {
   }
 }
 
-/** The sources' imports name the compiled files (`./x.js`): Rollup is given the TypeScript beside them, stripped of types by esbuild. */
-const typescript = {
-  name: 'typescript',
-  resolveId(source, importer) {
-    if (importer === undefined || !source.startsWith('.') || !source.endsWith('.js')) return null
-    const ts = resolve(dirname(importer), `${source.slice(0, -'.js'.length)}.ts`)
-    return existsSync(ts) ? ts : null
-  },
-  async transform(code, id) {
-    if (!id.endsWith('.ts')) return null
-    const r = await esbuild.transform(code, { loader: 'ts', format: 'esm', target: 'es2022', sourcemap: 'external', sourcefile: id })
-    return { code: r.code, map: r.map }
+const compiled = join(root, 'build', 'package')
+
+/** Rollup reads tsc's source maps too, so that the bundle's map leads back to src/. */
+const compiledMaps = {
+  name: 'compiled-maps',
+  load(id) {
+    if (!id.startsWith(compiled) || !id.endsWith('.js')) return null
+    const code = readFileSync(id, 'utf8').replace(/\n\/\/# sourceMappingURL=[^\n]*\s*$/, '\n')
+    const mapFile = `${id}.map`
+    return { code, map: existsSync(mapFile) ? JSON.parse(readFileSync(mapFile, 'utf8')) : null }
   },
 }
 
@@ -77,10 +77,10 @@ const minify = {
 }
 
 const entries = entrySources(pkg.exports)
-const input = Object.fromEntries(entries.map((file) => [file.slice('src/'.length, -'.ts'.length), join(root, file)]))
-const nodeEntry = join(root, 'src', 'index.ts')
-const workersEntry = join(root, 'src', 'workerd', 'index.ts')
-const wireEntry = join(root, 'src', 'wire', 'index.ts')
+const input = Object.fromEntries(entries.map((file) => [file.slice('src/'.length, -'.ts'.length), join(compiled, `${file.slice('src/'.length, -'.ts'.length)}.js`)]))
+const nodeEntry = join(compiled, 'index.js')
+const workersEntry = join(compiled, 'workerd', 'index.js')
+const wireEntry = join(compiled, 'wire', 'index.js')
 
 /** The modules a module reaches through static imports, itself included. */
 function reached(start, getModuleInfo) {
@@ -100,7 +100,7 @@ removeJs(join(root, 'dist'))
 rmSync(join(root, 'dist', 'chunks'), { recursive: true, force: true })
 const bundle = await rollup({
   input,
-  plugins: [typescript],
+  plugins: [compiledMaps],
   // Node's modules, cloudflare:sockets, and every package (the integrations' optional peers) stay imports.
   external: (id) => !id.startsWith('.') && !id.startsWith('/') && !id.startsWith('\0'),
   // Module-level code runs in import order and nothing is left out for having no visible effect: as tsc's output runs.

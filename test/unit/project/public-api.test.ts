@@ -18,7 +18,7 @@ import { repoRoot as root } from '../../support/paths.js'
 function buildDeclarations(): string {
   const out = mkdtempSync(join(tmpdir(), 'pipegres-dts-'))
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', out, '--emitDeclarationOnly', '--sourceMap', 'false'], { stdio: 'pipe' })
+  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', out, '--declarationDir', out, '--emitDeclarationOnly', '--sourceMap', 'false', '--inlineSources', 'false'], { stdio: 'pipe' })
   return out
 }
 
