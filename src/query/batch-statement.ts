@@ -154,7 +154,7 @@ export class BatchStatement implements RowSink {
       if (stmt.state === StatementState.Ready) {
         x.stmt = stmt
         // A value whose type's codec is not known yet: the statement is described again and its types learned before the Bind.
-        const again = awaitsTypes(req.values, stmt.paramTypes!, catalog)
+        const again = stmt.shape(req.settings.view, catalog).unknown.length > 0 && awaitsTypes(req.values, stmt.paramTypes!, catalog)
         this.prelude = again ? Prelude.Describe : Prelude.None
         return again
       }

@@ -9,31 +9,21 @@
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { connect, type Client } from '../../../src/index.js'
 import { extraCodecs, loadExtraCodecs } from '../../../src/types/builtins.js'
 import { json, runScenario, SCENARIOS, type LazyReport, type Scenario } from '../../support/children/lazy-codecs-child.js'
+import { runCommand } from '../../support/servers/os.js'
 import { mainDatabase } from '../../support/servers/test-server.js'
+import { repoRoot } from '../../support/paths.js'
 import { serverOnly, NOT_ON_PGLITE } from '../../support/target.js'
 
 const child = fileURLToPath(new URL('../../support/children/lazy-codecs-child.js', import.meta.url))
 
-function runChild(scenario: Scenario, url: string): Promise<LazyReport> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [child, scenario, url], { stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    p.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
-    p.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
-    const timer = setTimeout(() => p.kill('SIGKILL'), 60_000)
-    p.on('error', reject)
-    p.on('close', (code) => {
-      clearTimeout(timer)
-      if (code !== 0) reject(new Error(`scenario ${scenario} exited with ${code}:\n${stderr}\n${stdout}`))
-      else resolve(JSON.parse(stdout.trim().split('\n').pop()!) as LazyReport)
-    })
-  })
+/** One scenario in a new process: what it reports (its last line of JSON). */
+async function runChild(scenario: Scenario, url: string): Promise<LazyReport> {
+  const out = await runCommand(process.execPath, [child, scenario, url], { account: undefined, cwd: repoRoot, timeoutMs: 60_000 })
+  return JSON.parse(out.trim().split('\n').filter((line) => line.startsWith('{')).pop()!) as LazyReport
 }
 
 test('a program that meets no rarer type never loads their codecs', serverOnly(NOT_ON_PGLITE.serverSettings), async () => {
