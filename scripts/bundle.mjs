@@ -24,7 +24,7 @@
 // name src/ files in a stack trace; without it, the bundle's own file and line.
 
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { dirname, join, relative, resolve } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import * as esbuild from 'esbuild'
 import { rollup } from 'rollup'
@@ -117,7 +117,6 @@ const { output } = await bundle.write({
   entryFileNames: '[name].js',
   chunkFileNames: 'chunks/[name]-[hash].js',
   sourcemap: true,
-  sourcemapPathTransform: (source, map) => relative(dirname(map), resolve(dirname(map), source)),
   generatedCode: 'es2015',
   plugins: [minify],
   manualChunks(id, { getModuleInfo }) {
