@@ -6,7 +6,6 @@ import { registerScalars } from './codecs/scalars.js'
 import { registerTemporalCodecs } from './codecs/temporal.js'
 import { registerTimeCodecs } from './codecs/time.js'
 import { registerTimestampCodecs } from './codecs/timestamp.js'
-import { BUILTIN_INFOS } from './type-info.js'
 
 // The codecs of the built-in types, in two parts. The common ones (numbers,
 // text, bytea, json, uuid, dates and times, and arrays of them) are here from
@@ -54,13 +53,13 @@ export function builtinCodecs(options: ResolvedTypeOptions): ReadonlyMap<number,
 }
 
 /**
- * True when `oid` is a built-in type whose codec has not loaded yet: a
- * connection that meets it loads them (loadExtraCodecs) before it reads the
- * rows or writes a parameter that needs it. Built-in types with no codec at all
- * count too, until the load tells.
+ * True when the built-in type `oid` (the caller knows it is one) has a codec
+ * that has not loaded yet: a connection that meets it loads them
+ * (loadExtraCodecs) before it reads the rows or writes a parameter that needs
+ * it. Built-in types with no codec at all count too, until the load tells.
  */
 export function awaitsCodec(oid: number): boolean {
-  if (extra !== null || !BUILTIN_INFOS.has(oid)) return false
+  if (extra !== null) return false
   coreOids ??= new Set(builtinCodecs(defaultTypeOptions).keys())
   return !coreOids.has(oid)
 }
