@@ -27,8 +27,9 @@ export class PipegresError extends Error {
     super(message, options)
     this.code = code
   }
+  // Spelled out in each class, not taken from constructor.name: a minifier renames classes.
   override get name(): string {
-    return this.constructor.name
+    return 'PipegresError'
   }
 }
 
@@ -49,6 +50,9 @@ export class ConnectionError extends PipegresError {
     super(code, message, options)
     this.mayHaveRun = options?.mayHaveRun
   }
+  override get name(): string {
+    return 'ConnectionError'
+  }
 }
 
 /**
@@ -59,6 +63,9 @@ export class ProtocolError extends PipegresError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('PG_PROTOCOL_VIOLATION', message, options)
   }
+  override get name(): string {
+    return 'ProtocolError'
+  }
 }
 
 /** A connection setting is unknown or malformed; `setting` names it. */
@@ -67,6 +74,9 @@ export class ConfigError extends PipegresError {
   constructor(setting: string, message: string, options?: { cause?: unknown }) {
     super('PG_CONFIG', message, options)
     this.setting = setting
+  }
+  override get name(): string {
+    return 'ConfigError'
   }
 }
 
@@ -77,6 +87,9 @@ export class AuthError extends PipegresError {
     super('PG_AUTH', message, options)
     this.method = method
   }
+  override get name(): string {
+    return 'AuthError'
+  }
 }
 
 /** A parameter value could not be encoded; `index` is its 1-based `$n` number. */
@@ -85,6 +98,9 @@ export class ParameterError extends PipegresError {
   constructor(index: number, message: string, options?: { cause?: unknown }) {
     super('PG_PARAMETER', message, options)
     this.index = index
+  }
+  override get name(): string {
+    return 'ParameterError'
   }
 }
 
@@ -216,6 +232,9 @@ export class ArgumentError extends PipegresError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('PG_INVALID_ARGUMENT', message, options)
   }
+  override get name(): string {
+    return 'ArgumentError'
+  }
 }
 
 /**
@@ -229,6 +248,9 @@ export class AbortError extends PipegresError {
     super('PG_ABORTED', message, options)
     this.reason = reason
   }
+  override get name(): string {
+    return 'AbortError'
+  }
 }
 
 /** The query ran past its `timeout` and was cancelled (on the server, if it had reached it). */
@@ -237,6 +259,9 @@ export class TimeoutError extends PipegresError {
   constructor(timeout: number, options?: { cause?: unknown }) {
     super('PG_QUERY_TIMEOUT', `query timed out after ${timeout} ms`, options)
     this.timeout = timeout
+  }
+  override get name(): string {
+    return 'TimeoutError'
   }
 }
 
@@ -256,6 +281,9 @@ export class ResultLimitError extends PipegresError {
     this.limit = limit
     this.max = max
     this.reached = reached
+  }
+  override get name(): string {
+    return 'ResultLimitError'
   }
 }
 

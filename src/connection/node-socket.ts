@@ -1,5 +1,6 @@
-import * as net from 'node:net'
+import type * as Net from 'node:net'
 import type { ByteStream } from '../config/byte-stream.js'
+import { nodeBuiltin } from '../config/node-system.js'
 import type { ConnectionConfig, HostAddress } from '../config/types.js'
 import { ConnectionError, ProtocolError } from '../errors.js'
 import { writeSSLRequest } from '../protocol/frontend.js'
@@ -19,13 +20,16 @@ import { describeHost, isUnixHost, readSslAnswer, socketError, socketPath, TlsRe
 // every socket: each read is handled in full before the next one is made, and
 // nothing keeps a view of a chunk past its handling (see Request.keepsReads).
 // Only for sockets that stay plain: TLS reads through its own layer.
+/** node:net, loaded by the first connection (see node-system.ts). */
+const net = (): typeof Net => nodeBuiltin('node:net')
+
 const READ_BUFFER_SIZE = 64 * 1024
 let readBuffer: Buffer | null = null
 
-function plainReader(): { reader: ChunkReader; onread: net.OnReadOpts } {
+function plainReader(): { reader: ChunkReader; onread: Net.OnReadOpts } {
   const reader: ChunkReader = { target: null, early: [] }
   readBuffer ??= Buffer.allocUnsafe(READ_BUFFER_SIZE)
-  const onread: net.OnReadOpts = {
+  const onread: Net.OnReadOpts = {
     buffer: readBuffer,
     callback: (n, buf) => {
       const target = reader.target
@@ -74,7 +78,7 @@ export async function openSocket(config: ConnectionConfig, h: HostAddress, attem
 
   const plain = attempt === 'none' || unix ? plainReader() : null
   const onread = plain?.onread
-  const socket = unix ? net.connect({ path: socketPath(h), onread }) : net.connect({ host: target, port: h.port, onread })
+  const socket = unix ? net().connect({ path: socketPath(h), onread }) : net().connect({ host: target, port: h.port, onread })
   register(socket)
   await waitConnect(socket, 'connect', where)
   // Unix sockets are never encrypted, whatever the sslmode (as in libpq).
@@ -105,7 +109,7 @@ export async function openSocket(config: ConnectionConfig, h: HostAddress, attem
 export function reachServer(config: ConnectionConfig, h: HostAddress, timeout: number): Promise<void> {
   const direct = config.sslnegotiation === 'direct'
   return new Promise((resolve, reject) => {
-    const socket = isUnixHost(h.host) ? net.connect({ path: socketPath(h) }) : net.connect({ host: h.hostaddr ?? h.host, port: h.port })
+    const socket = isUnixHost(h.host) ? net().connect({ path: socketPath(h) }) : net().connect({ host: h.hostaddr ?? h.host, port: h.port })
     socket.unref()
     let settled = false
     const settle = (err: Error | null): void => {

@@ -138,4 +138,8 @@ export function readSslAnswer(socket: ByteStream, where: string): Promise<number
 }
 
 /** Raised when the server refuses TLS ('N') so the caller can go on in plaintext where the sslmode allows it. */
-export class TlsRefused extends ConnectionError {}
+export class TlsRefused extends ConnectionError {
+  override get name(): string {
+    return 'TlsRefused'
+  }
+}

@@ -29,6 +29,9 @@ export class CopyRowError extends PipegresError {
     this.row = row
     this.column = column
   }
+  override get name(): string {
+    return 'CopyRowError'
+  }
 }
 
 /**

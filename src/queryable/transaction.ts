@@ -39,7 +39,11 @@ export interface TransactionHost {
  * The transaction ended without committing because a statement in it failed
  * (the server answered COMMIT with ROLLBACK), or COMMIT's fate is unknown.
  */
-export class TransactionError extends PipegresError {}
+export class TransactionError extends PipegresError {
+  override get name(): string {
+    return 'TransactionError'
+  }
+}
 
 const isolations = new Set(['serializable', 'repeatable read', 'read committed', 'read uncommitted'])
 

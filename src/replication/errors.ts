@@ -31,6 +31,9 @@ export class ReplicationError extends PipegresError {
     super('PG_REPLICATION', message, options)
     this.reason = reason
   }
+  override get name(): string {
+    return 'ReplicationError'
+  }
 }
 
 /**

@@ -184,9 +184,9 @@ const expectedNames = [
 
 /** The public members of each exported class (own members; the base class as `extends X`). */
 const expectedClasses: Record<string, string[]> = {
-  AbortError: ['constructor', 'extends PipegresError', 'reason'],
-  ArgumentError: ['constructor', 'extends PipegresError'],
-  AuthError: ['constructor', 'extends PipegresError', 'method'],
+  AbortError: ['constructor', 'extends PipegresError', 'name', 'reason'],
+  ArgumentError: ['constructor', 'extends PipegresError', 'name'],
+  AuthError: ['constructor', 'extends PipegresError', 'method', 'name'],
   Client: [
     '[Symbol.asyncDispose]', 'begin', 'cancelMisfires', 'closed', 'config', 'connect', 'connected', 'constructor',
     'destroy', 'end', 'extends Queryable', 'listen', 'notify', 'off', 'on', 'once',
@@ -194,13 +194,13 @@ const expectedClasses: Record<string, string[]> = {
     'serverParameters', 'startTransaction', 'tls', 'transactionStatus',
   ],
   CodecError: ['extends Error', 'name'],
-  ConfigError: ['constructor', 'extends PipegresError', 'setting'],
-  ConnectionError: ['constructor', 'extends PipegresError', 'mayHaveRun'],
+  ConfigError: ['constructor', 'extends PipegresError', 'name', 'setting'],
+  ConnectionError: ['constructor', 'extends PipegresError', 'mayHaveRun', 'name'],
   CopyInStream: [
     '[Symbol.asyncDispose]', '_destroy', '_final', '_write', '_writev', 'extends Writable', 'result', 'rowCount',
   ],
   CopyOutStream: ['[Symbol.asyncDispose]', '_destroy', '_read', 'extends Readable', 'format', 'result', 'rowCount'],
-  CopyRowError: ['column', 'constructor', 'extends PipegresError', 'row'],
+  CopyRowError: ['column', 'constructor', 'extends PipegresError', 'name', 'row'],
   Cursor: [
     '[Symbol.asyncDispose]', '[Symbol.asyncIterator]', 'batchSize', 'close', 'command', 'fields', 'read',
     'rowCount',
@@ -213,7 +213,7 @@ const expectedClasses: Record<string, string[]> = {
     'toString', 'value', 'valueOf',
   ],
   Money: ['constructor', 'minorUnits', 'toJSON', 'toString'],
-  ParameterError: ['constructor', 'extends PipegresError', 'index'],
+  ParameterError: ['constructor', 'extends PipegresError', 'index', 'name'],
   PgError: ['batchIndex', 'constructor', 'extends Error', 'merges PgErrorFields', 'name', 'query'],
   PipegresError: ['code', 'constructor', 'extends Error', 'name'],
   Pool: [
@@ -221,7 +221,7 @@ const expectedClasses: Record<string, string[]> = {
     'listen', 'max', 'notify', 'off', 'on', 'options', 'registerType', 'reserve', 'reservedCount',
     'startTransaction', 'totalCount', 'waitingCount', 'writeLsn',
   ],
-  ProtocolError: ['constructor', 'extends PipegresError'],
+  ProtocolError: ['constructor', 'extends PipegresError', 'name'],
   Queryable: [
     'batch', 'copyFrom', 'copyFromRows', 'copyTo', 'copyToRows', 'cursor', 'describe', 'query', 'queryRaw',
     'simpleQuery', 'sql', 'stream',
@@ -231,15 +231,15 @@ const expectedClasses: Record<string, string[]> = {
     'upperInclusive',
   ],
   ReservedClient: ['[Symbol.asyncDispose]', 'begin', 'extends Queryable', 'processId', 'release', 'startTransaction'],
-  ResultLimitError: ['constructor', 'extends PipegresError', 'limit', 'max', 'reached'],
+  ResultLimitError: ['constructor', 'extends PipegresError', 'limit', 'max', 'name', 'reached'],
   RowStream: [
     '[Symbol.asyncDispose]', '[Symbol.asyncIterator]', 'command', 'fields', 'next', 'return', 'rowCount',
     'throw',
   ],
   StartedTransaction: ['[Symbol.asyncDispose]', 'commit', 'extends Transaction', 'rollback', 'savepoint', 'state'],
-  TimeoutError: ['constructor', 'extends PipegresError', 'timeout'],
+  TimeoutError: ['constructor', 'extends PipegresError', 'name', 'timeout'],
   Transaction: ['attempt', 'extends Queryable', 'savepoint'],
-  TransactionError: ['extends PipegresError'],
+  TransactionError: ['extends PipegresError', 'name'],
   TypedValue: ['constructor', 'oid', 'typeName', 'value'],
 }
 
@@ -266,7 +266,7 @@ const expectedReplicationClasses: Record<string, string[]> = {
     '[Symbol.asyncDispose]', 'close', 'closed', 'command', 'createSlot', 'dropSlot', 'end', 'identifySystem', 'mode',
     'processId', 'readSlot', 'serverMajor', 'serverVersion', 'timelineHistory',
   ],
-  ReplicationError: ['constructor', 'extends PipegresError', 'reason'],
+  ReplicationError: ['constructor', 'extends PipegresError', 'name', 'reason'],
   ReplicationStream: [
     '[Symbol.asyncDispose]', '[Symbol.asyncIterator]', 'acknowledgedLsn', 'buffered', 'close', 'next', 'off', 'on',
     'processId', 'ready', 'return',
