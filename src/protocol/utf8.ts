@@ -72,28 +72,33 @@ export const utf8Write: (buf: Uint8Array, pos: number, s: string) => number = No
  * slice (a call into C++ that costs ~45 ns whatever the length) for the short
  * values that fill most rows (names, emails, hashes, numbers, dates). A scan
  * followed by a slice, as before, cost more than the slice alone. The code is
- * generated once from constants; null where code generation is forbidden,
- * and never attempted without Buffer (a browser would report the attempt
- * under a content security policy, and reads through TextDecoder anyway).
+ * generated from constants by the first short read, not at import (making it
+ * costs about a millisecond); where code generation is forbidden the reader
+ * answers null. Never attempted without Buffer (a browser would report the
+ * attempt under a content security policy, and reads through TextDecoder anyway).
  */
-const shortAscii = ((): ((buf: Uint8Array, start: number, end: number) => string | null) | null => {
-  if (!NodeBuffer) return null
+let shortAscii = (buf: Uint8Array, start: number, end: number): string | null => {
+  shortAscii = makeShortAscii() ?? ((): null => null)
+  return shortAscii(buf, start, end)
+}
+
+function makeShortAscii(): ((buf: Uint8Array, start: number, end: number) => string | null) | null {
   const cases = ['case 0: return ""']
   for (let n = 1; n <= SHORT_MAX; n++) {
     const c = Array.from({ length: n }, (_, i) => `c${i}`)
     cases.push(`case ${n}: { ${c.map((v, i) => `const ${v} = b[s + ${i}]`).join('; ')}; return (${c.join(' | ')}) < 0x80 ? chars(${c.join(', ')}) : null }`)
   }
   try {
-    return new Function('chars', `return function shortAscii(b, s, e) {\nswitch (e - s) {\n${cases.join('\n')}\n}\nreturn null\n}`)(String.fromCharCode)
+    return new Function('chars', `return function shortAscii(b, s, e) {\nswitch (e - s) {\n${cases.join('\n')}\n}\nreturn null\n}`)(String.fromCharCode) as (buf: Uint8Array, start: number, end: number) => string | null
   } catch {
     return null
   }
-})()
+}
 
 /** Decodes UTF-8 bytes; malformed sequences become U+FFFD. */
 export const utf8Read: (buf: Uint8Array, start: number, end: number) => string = NodeBuffer
   ? (buf, start, end) => {
-      if (end - start <= SHORT_MAX && shortAscii !== null) {
+      if (end - start <= SHORT_MAX) {
         const s = shortAscii(buf, start, end)
         if (s !== null) return s
       }

@@ -3,7 +3,7 @@ import { PgError } from '../errors.js'
 import { Codes } from '../protocol/sql-state-codes.js'
 import type { TypeCatalog } from '../types/catalog.js'
 import { loadExtraCodecs } from '../types/builtins.js'
-import { BUILTIN_INFOS, type TypeInfo } from '../types/type-info.js'
+import { builtinInfos, type TypeInfo } from '../types/type-info.js'
 import type { TypeView } from '../types/view.js'
 import { StatementCache } from './statement-cache.js'
 import { DescribeCache } from './describe-cache.js'
@@ -92,7 +92,7 @@ export class Session {
     const builtin: number[] = []
     for (const oid of new Set(oids)) {
       if (this.catalog.knows(oid)) continue
-      if (BUILTIN_INFOS.has(oid)) {
+      if (builtinInfos().has(oid)) {
         builtin.push(oid)
         continue
       }
@@ -116,7 +116,7 @@ export class Session {
    */
   lookupTypesAhead(oids: readonly number[], ctx: RequestContext): Promise<void> {
     const unique = [...new Set(oids)]
-    const needed = unique.filter((oid) => !BUILTIN_INFOS.has(oid))
+    const needed = unique.filter((oid) => !builtinInfos().has(oid))
     return needed.length > 0 ? this.runLookup(needed, (req) => ctx.writeAhead(req)) : this.loadCodecs(unique)
   }
 

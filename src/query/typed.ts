@@ -1,5 +1,5 @@
 import { ArgumentError } from '../errors.js'
-import { BUILTIN_OIDS } from '../types/type-info.js'
+import { builtinOids } from '../types/type-info.js'
 
 /** A parameter value with an explicit type, made by typed(). */
 export class TypedValue {
@@ -23,7 +23,7 @@ export function typed(value: unknown, type: string | number): TypedValue {
     return new TypedValue(value, type, `type ${type}`)
   }
   if (typeof type !== 'string') throw new ArgumentError('typed() needs a type name or OID')
-  const oid = BUILTIN_OIDS.get(type.trim().toLowerCase())
+  const oid = builtinOids().get(type.trim().toLowerCase())
   if (oid === undefined) {
     throw new ArgumentError(`typed(): "${type}" is not a built-in type name; give the OID of other types (SELECT '${type}'::regtype::oid)`)
   }

@@ -130,8 +130,10 @@ const BASE_TYPES: readonly BuiltinTypeRow[] = [
   [5080, "anycompatiblerange", 0, 0, ",", "p", "P", -1, 0, 0],
 ]
 
+const LISTED = new Set(BASE_TYPES.map((r) => r[0]))
+
 /** The types above, then the array type of each that has one not listed: named '_' and the element's name, with the element's delimiter. */
 export const BUILTIN_TYPES: readonly BuiltinTypeRow[] = [
   ...BASE_TYPES,
-  ...BASE_TYPES.filter((r) => r[2] !== 0 && !BASE_TYPES.some((a) => a[0] === r[2])).map((r): BuiltinTypeRow => [r[2], `_${r[1]}`, 0, r[0], r[4], 'b', 'A', -1, 0, 0]),
+  ...BASE_TYPES.filter((r) => r[2] !== 0 && !LISTED.has(r[2])).map((r): BuiltinTypeRow => [r[2], `_${r[1]}`, 0, r[0], r[4], 'b', 'A', -1, 0, 0]),
 ]

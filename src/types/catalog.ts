@@ -2,7 +2,7 @@ import { defaultTypeOptions, typeOptionsKey, type Codec, type ResolvedTypeOption
 import { customCodec, type CustomType } from './custom.js'
 import { unknownTypeCodec } from './fallback.js'
 import { awaitsCodec, builtinsEpoch } from './builtins.js'
-import { BUILTIN_INFOS, type TypeInfo } from './type-info.js'
+import { builtinInfos, type TypeInfo } from './type-info.js'
 import { TypeView } from './view.js'
 
 /**
@@ -37,13 +37,13 @@ export class TypeCatalog {
   }
 
   info(oid: number): TypeInfo | undefined {
-    return BUILTIN_INFOS.get(oid) ?? this.learned.get(oid)
+    return builtinInfos().get(oid) ?? this.learned.get(oid)
   }
 
   /** True when decoding `oid` needs nothing more: from the server, or a codec still to load (see builtins.ts). */
   knows(oid: number): boolean {
     if (oid === 0 || this.textOnly || this.userByOid.has(oid)) return true
-    if (BUILTIN_INFOS.has(oid)) return !awaitsCodec(oid) || this.failed.has(oid)
+    if (builtinInfos().has(oid)) return !awaitsCodec(oid) || this.failed.has(oid)
     return this.learned.has(oid) || this.failed.has(oid)
   }
 

@@ -43,8 +43,22 @@ function builtinInfo(row: (typeof BUILTIN_TYPES)[number]): TypeInfo {
   }
 }
 
+// The maps below are built by their first use (the first query's types), not at import.
+
+let infos: ReadonlyMap<number, TypeInfo> | undefined
+let oids: ReadonlyMap<string, number> | undefined
+
 /** Built-in types by OID, with multiranges pointing at their range. */
-export const BUILTIN_INFOS: ReadonlyMap<number, TypeInfo> = (() => {
+export function builtinInfos(): ReadonlyMap<number, TypeInfo> {
+  return (infos ??= makeInfos())
+}
+
+/** Built-in type OIDs by name, including 'int4[]' style array names, for typed parameters. */
+export function builtinOids(): ReadonlyMap<string, number> {
+  return (oids ??= makeOids())
+}
+
+function makeInfos(): ReadonlyMap<number, TypeInfo> {
   const map = new Map<number, TypeInfo>()
   for (const row of BUILTIN_TYPES) map.set(row[0], builtinInfo(row))
   for (const row of BUILTIN_TYPES) {
@@ -53,10 +67,9 @@ export const BUILTIN_INFOS: ReadonlyMap<number, TypeInfo> = (() => {
     if (multirange !== 0 && info !== undefined) info.subtype = row[0]
   }
   return map
-})()
+}
 
-/** Built-in type OIDs by name, including 'int4[]' style array names, for typed parameters. */
-export const BUILTIN_OIDS: ReadonlyMap<string, number> = (() => {
+function makeOids(): ReadonlyMap<string, number> {
   const map = new Map<string, number>()
   for (const row of BUILTIN_TYPES) {
     const [oid, name, array] = row
@@ -87,4 +100,4 @@ export const BUILTIN_OIDS: ReadonlyMap<string, number> = (() => {
     if (arrayOid !== undefined) map.set(`${alias}[]`, arrayOid)
   }
   return map
-})()
+}
