@@ -67,11 +67,15 @@ const compiledMaps = {
   },
 }
 
-// White space and syntax minified, names kept for readable stacks: V8 must scan every byte of a module when it compiles it.
+// White space minified, names kept for readable stacks: V8 must scan every byte of a module when it compiles it.
+// Not the syntax: esbuild would then drop the name of a class expression that nothing inside
+// uses, and Rollup writes a class whose name another module of the bundle shares as
+// `let Client$1 = class Client ...`, so Client.name (and util.inspect, and stacks) would read
+// Client$1. The syntax pass saved 3% of the bytes and nothing measurable at import.
 const minify = {
   name: 'minify',
   async renderChunk(code, chunk) {
-    const r = await esbuild.transform(code, { format: 'esm', target: 'es2022', minifyWhitespace: true, minifySyntax: true, legalComments: 'none', sourcemap: 'external', sourcefile: chunk.fileName })
+    const r = await esbuild.transform(code, { format: 'esm', target: 'es2022', minifyWhitespace: true, legalComments: 'none', sourcemap: 'external', sourcefile: chunk.fileName })
     return { code: r.code, map: r.map }
   },
 }

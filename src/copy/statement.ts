@@ -15,7 +15,7 @@ const MAX_IDENTIFIER_BYTES = 63
  * the server would reject or silently change: an empty name, a NUL, more than
  * 63 bytes (which the server would truncate into possibly another column's name).
  */
-export function quoteIdentifier(name: string, what = 'column name'): string {
+export function quoteColumnName(name: string, what = 'column name'): string {
   if (typeof name !== 'string') throw new ArgumentError(`a ${what} must be a string; got ${name === null ? 'null' : typeof name}`)
   if (name.length === 0) throw new ArgumentError(`a ${what} cannot be empty`)
   if (name.includes('\0')) throw new ArgumentError(`a ${what} cannot contain a NUL character`)
@@ -68,7 +68,7 @@ export function copyFromStatement(table: string, columns: readonly string[] | un
   let list = ''
   if (columns !== undefined) {
     if (!Array.isArray(columns) || columns.length === 0) throw new ArgumentError('COPY columns must be a non-empty array of column names')
-    list = ` (${columns.map((c) => quoteIdentifier(c)).join(', ')})`
+    list = ` (${columns.map((c) => quoteColumnName(c)).join(', ')})`
   }
   return `COPY ${table}${list} FROM STDIN (${optionList(o)})`
 }

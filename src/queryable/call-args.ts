@@ -1,5 +1,5 @@
 import { CopyRowError, type CopyRow } from '../copy/rows.js'
-import { quoteIdentifier } from '../copy/statement.js'
+import { quoteColumnName } from '../copy/statement.js'
 import { ArgumentError } from '../errors.js'
 import { checkOptionKeys, checkSignal, checkTimeout, copyOptionKeys, type CopyOptions } from './query-options.js'
 
@@ -29,7 +29,7 @@ export function copyOptions(o: CopyOptions | undefined, known: ReadonlySet<strin
 
 export function checkColumns(columns: unknown): void {
   if (!Array.isArray(columns) || columns.length === 0) throw new ArgumentError('columns must be a non-empty array of column names')
-  for (const c of columns) quoteIdentifier(c as string)
+  for (const c of columns) quoteColumnName(c as string)
   if (new Set(columns).size !== columns.length) throw new ArgumentError('columns must not name a column twice')
 }
 

@@ -7,7 +7,7 @@ import { checkColumns, checkKeys, checkText, copyOptions, MESSAGE_BYTES, positiv
 import type { CopyEncoder } from '../copy/incremental.js'
 import { resolveCopyOptions } from '../copy/options.js'
 import type { CopyRow } from '../copy/rows.js'
-import { checkTableName, copyFromStatement, copyQueryBody, copyToStatement, quoteIdentifier } from '../copy/statement.js'
+import { checkTableName, copyFromStatement, copyQueryBody, copyToStatement, quoteColumnName } from '../copy/statement.js'
 import { ArgumentError, rejectionAtCaller, withCaller } from '../errors.js'
 import type { Writer } from '../protocol/writer.js'
 import { CopyIn } from '../query/copy.js'
@@ -374,7 +374,7 @@ export abstract class Queryable {
     try {
       first = await source.next()
       columns = await this.copyColumns(table, options?.columns, first)
-      const described = await this.describe(`SELECT ${columns.map((c) => quoteIdentifier(c)).join(', ')} FROM ${table}`)
+      const described = await this.describe(`SELECT ${columns.map((c) => quoteColumnName(c)).join(', ')} FROM ${table}`)
       // COPY's row formats load on first use (copyFormats()).
       const { createCopyEncoder } = await copyFormats()
       encoder = createCopyEncoder(

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ArgumentError } from '../../../src/errors.js'
-import { copyFromStatement, copyToStatement, createCopyDecoder, createCopyEncoder, quoteIdentifier, resolveCopyOptions, type CopyFormatOptions } from '../../../src/copy/format.js'
+import { copyFromStatement, copyToStatement, createCopyDecoder, createCopyEncoder, quoteColumnName, resolveCopyOptions, type CopyFormatOptions } from '../../../src/copy/format.js'
 import { catalog, cols } from '../../support/codecs/copy-data.js'
 
 // The options and statements around COPY data, without a server: every rule
@@ -65,8 +65,8 @@ test('statements: quoted columns, checked table names, options as escape strings
   assert.throws(() => copyFromStatement('t', ['']), /cannot be empty/)
   assert.throws(() => copyFromStatement('t', ['a\0']), /NUL/)
   assert.throws(() => copyFromStatement('t', ['x'.repeat(64)]), /longer than PostgreSQL's 63 bytes/)
-  assert.equal(quoteIdentifier('é'.repeat(31)), `"${'é'.repeat(31)}"`)
-  assert.throws(() => quoteIdentifier('é'.repeat(32)), /63 bytes/)
+  assert.equal(quoteColumnName('é'.repeat(31)), `"${'é'.repeat(31)}"`)
+  assert.throws(() => quoteColumnName('é'.repeat(32)), /63 bytes/)
   assert.throws(() => copyToStatement('  ;  '), /cannot be empty/)
   assert.throws(() => copyToStatement(42 as unknown as string), /must be a string/)
   assert.throws(() => copyToStatement('SELECT 1', { format: 'binary', quote: '"' }), /quote applies only/)

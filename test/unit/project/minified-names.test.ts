@@ -48,3 +48,14 @@ for (const entry of ['index.js', 'replication.js', 'wire/index.js', 'integration
     }
   })
 }
+
+test('the classes of dist/ keep the names they are exported by, which util.inspect and stacks show (npm run build)', async () => {
+  const dist = join(here, '..', '..', '..', '..', 'dist')
+  for (const entry of ['index.js', 'replication.js', 'wire/index.js', 'integrations/pg/index.js', 'integrations/postgres/index.js']) {
+    const mod = (await import(pathToFileURL(join(dist, entry)).href)) as Record<string, unknown>
+    const misnamed = Object.entries(mod)
+      .filter(([exported, v]) => typeof v === 'function' && /^class\b/.test(Function.prototype.toString.call(v)) && v.name !== exported)
+      .map(([exported, v]) => `${exported} is named ${(v as { name: string }).name}`)
+    assert.deepEqual(misnamed, [], `dist/${entry}`)
+  }
+})
