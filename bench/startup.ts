@@ -8,6 +8,11 @@
 //   --rounds 15      interleaved rounds (default 15); medians are reported
 //   --busy-ok        measure on a busy machine (figures marked)
 //   --no-bundle      leave out the bundle sizes
+//   --instructions   count the instructions each process runs (valgrind's
+//                    callgrind, about 50x slower; default 3 rounds) instead of
+//                    timing it: the same on a quiet machine and a busy one,
+//                    where CPU times on a shared virtual machine move by 20%
+//                    between runs. Counts every thread's (V8's compiler threads too).
 //
 // The clients are loaded as an application loads them: pipegres from its
 // package entry (dist/, `npm run build`), pg and postgres.js from node_modules.
@@ -25,8 +30,9 @@ function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`)
   return i < 0 ? undefined : process.argv[i + 1]
 }
-const rounds = Number(arg('rounds') ?? 15)
-const busyOk = process.argv.includes('--busy-ok')
+const instructions = process.argv.includes('--instructions')
+const rounds = Number(arg('rounds') ?? (instructions ? 3 : 15))
+const busyOk = process.argv.includes('--busy-ok') || instructions
 
 interface Client {
   name: string
@@ -59,21 +65,30 @@ const CLIENTS: Client[] = [
   },
 ]
 
-/** The child's own CPU (user + system, from its start to its end, the loader included) in µs, and the wall time the parent saw. */
+/**
+ * The child's own CPU (user + system, from its start to its end, the loader
+ * included) in µs, and the wall time the parent saw; with --instructions, the
+ * instructions it ran (in `cpuUs`'s place) and the wall time under valgrind.
+ */
 function runChild(source: string, env: NodeJS.ProcessEnv): Promise<{ cpuUs: number; wallMs: number }> {
   const code = `${source}\nconst u = process.cpuUsage(); process.stdout.write(String(u.user + u.system))`
   const t0 = performance.now()
+  const node = [process.execPath, '--input-type=module', '-e', code]
+  const [command, ...args] = instructions ? ['valgrind', '--tool=callgrind', '--callgrind-out-file=/dev/null', ...node] : node
   return new Promise((resolve, reject) => {
     // From the repository, so that 'pipegres' resolves to the package itself (dist/).
-    const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(command!, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     let err = ''
     child.stdout.on('data', (b: Buffer) => (out += b.toString()))
     child.stderr.on('data', (b: Buffer) => (err += b.toString()))
-    child.on('error', reject)
+    child.on('error', (e: NodeJS.ErrnoException) => reject(e.code === 'ENOENT' && instructions ? new Error('--instructions needs valgrind (apt-get install valgrind)') : e))
     child.on('close', (status) => {
-      if (status !== 0) reject(new Error(`child exited with ${status}: ${err}`))
-      else resolve({ cpuUs: Number(out), wallMs: performance.now() - t0 })
+      if (status !== 0) return reject(new Error(`child exited with ${status}: ${err}`))
+      if (!instructions) return resolve({ cpuUs: Number(out), wallMs: performance.now() - t0 })
+      const counted = /Collected : (\d+)/.exec(err)
+      if (counted === null) reject(new Error(`valgrind reported no instruction count: ${err.slice(-500)}`))
+      else resolve({ cpuUs: Number(counted[1]), wallMs: performance.now() - t0 })
     })
   })
 }
@@ -81,6 +96,23 @@ function runChild(source: string, env: NodeJS.ProcessEnv): Promise<{ cpuUs: numb
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b)
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
+}
+
+type Runs = { cpuUs: number; wallMs: number }[]
+
+/** The --instructions table: millions of instructions above a bare node's, and each client's ratio to pipegres's. */
+function reportInstructions(bare: Runs, load: Map<string, Runs>, query: Map<string, Runs>): void {
+  const m = (runs: Runs): number => median(runs.map((r) => r.cpuUs)) / 1e6
+  const bareI = m(bare)
+  const pipegresLoad = m(load.get('pipegres')!) - bareI
+  const pipegresQuery = m(query.get('pipegres')!) - bareI
+  console.log(`Node ${process.versions.node}, ${rounds} interleaved rounds under valgrind, medians, millions of instructions; a bare node: ${bareI.toFixed(1)}M`)
+  console.log('client        import: above bare   vs pipegres   |  new process to SELECT 1: above bare   vs pipegres')
+  for (const c of CLIENTS) {
+    const l = m(load.get(c.name)!) - bareI
+    const q = m(query.get(c.name)!) - bareI
+    console.log(`${c.name.padEnd(12)} ${`${l.toFixed(1)}M`.padStart(18)} ${`${(l / pipegresLoad).toFixed(2)}x`.padStart(13)}   | ${`${q.toFixed(1)}M`.padStart(36)} ${`${(q / pipegresQuery).toFixed(2)}x`.padStart(13)}`)
+  }
 }
 
 async function main(): Promise<void> {
@@ -109,6 +141,7 @@ async function main(): Promise<void> {
       for (const c of CLIENTS) load.get(c.name)!.push(await runChild(c.load, env))
       for (const c of CLIENTS) query.get(c.name)!.push(await runChild(c.query, env))
     }
+    if (instructions) return reportInstructions(bare, load, query)
     const bareCpu = median(bare.map((m) => m.cpuUs)) / 1000
     const bareWall = median(bare.map((m) => m.wallMs))
     const pipegresLoad = median(load.get('pipegres')!.map((m) => m.cpuUs)) / 1000 - bareCpu
