@@ -77,21 +77,21 @@ export const utf8Write: (buf: Uint8Array, pos: number, s: string) => number = No
  * answers null. Never attempted without Buffer (a browser would report the
  * attempt under a content security policy, and reads through TextDecoder anyway).
  */
-let shortAscii = (buf: Uint8Array, start: number, end: number): string | null => {
-  shortAscii = makeShortAscii() ?? ((): null => null)
-  return shortAscii(buf, start, end)
-}
+type ShortAscii = (buf: Uint8Array, start: number, end: number) => string | null
+// Set once, and the one call site below only ever calls what it is set to: a
+// first call through a stand-in would leave that site polymorphic.
+let shortAscii: ShortAscii | undefined
 
-function makeShortAscii(): ((buf: Uint8Array, start: number, end: number) => string | null) | null {
+function makeShortAscii(): ShortAscii {
   const cases = ['case 0: return ""']
   for (let n = 1; n <= SHORT_MAX; n++) {
     const c = Array.from({ length: n }, (_, i) => `c${i}`)
     cases.push(`case ${n}: { ${c.map((v, i) => `const ${v} = b[s + ${i}]`).join('; ')}; return (${c.join(' | ')}) < 0x80 ? chars(${c.join(', ')}) : null }`)
   }
   try {
-    return new Function('chars', `return function shortAscii(b, s, e) {\nswitch (e - s) {\n${cases.join('\n')}\n}\nreturn null\n}`)(String.fromCharCode) as (buf: Uint8Array, start: number, end: number) => string | null
+    return new Function('chars', `return function shortAscii(b, s, e) {\nswitch (e - s) {\n${cases.join('\n')}\n}\nreturn null\n}`)(String.fromCharCode) as ShortAscii
   } catch {
-    return null
+    return () => null
   }
 }
 
@@ -99,7 +99,7 @@ function makeShortAscii(): ((buf: Uint8Array, start: number, end: number) => str
 export const utf8Read: (buf: Uint8Array, start: number, end: number) => string = NodeBuffer
   ? (buf, start, end) => {
       if (end - start <= SHORT_MAX) {
-        const s = shortAscii(buf, start, end)
+        const s = (shortAscii ??= makeShortAscii())(buf, start, end)
         if (s !== null) return s
       }
       return NodeBuffer.prototype.utf8Slice.call(buf, start, end)
