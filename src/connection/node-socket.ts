@@ -14,15 +14,15 @@ import { describeHost, isUnixHost, readSslAnswer, socketError, socketPath, TlsRe
 // is encrypted); and the probe of a silent server. Reached only through the platform
 // the Node entry installs (node-platform.ts), so a Worker bundle leaves it out.
 
+/** node:net, loaded by the first connection (see node-system.ts). */
+const net = (): typeof Net => nodeBuiltin('node:net')
+
 // A socket otherwise reads into a fresh 64 KiB buffer each time and passes it
 // through the stream machinery (push, a 'data' event, a tick to read more),
 // which is much of what an awaited query costs the client. One buffer can serve
 // every socket: each read is handled in full before the next one is made, and
 // nothing keeps a view of a chunk past its handling (see Request.keepsReads).
 // Only for sockets that stay plain: TLS reads through its own layer.
-/** node:net, loaded by the first connection (see node-system.ts). */
-const net = (): typeof Net => nodeBuiltin('node:net')
-
 const READ_BUFFER_SIZE = 64 * 1024
 let readBuffer: Buffer | null = null
 
