@@ -15,12 +15,12 @@ const MAX_IDENTIFIER_BYTES = 63
  * the server would reject or silently change: an empty name, a NUL, more than
  * 63 bytes (which the server would truncate into possibly another column's name).
  */
-export function quoteColumnName(name: string, what = 'column name'): string {
-  if (typeof name !== 'string') throw new ArgumentError(`a ${what} must be a string; got ${name === null ? 'null' : typeof name}`)
-  if (name.length === 0) throw new ArgumentError(`a ${what} cannot be empty`)
-  if (name.includes('\0')) throw new ArgumentError(`a ${what} cannot contain a NUL character`)
+export function quoteColumnName(name: string): string {
+  if (typeof name !== 'string') throw new ArgumentError(`a column name must be a string; got ${name === null ? 'null' : typeof name}`)
+  if (name.length === 0) throw new ArgumentError('a column name cannot be empty')
+  if (name.includes('\0')) throw new ArgumentError('a column name cannot contain a NUL character')
   if (utf8Length(name) > MAX_IDENTIFIER_BYTES) {
-    throw new ArgumentError(`${what} ${JSON.stringify(name.slice(0, 80))} is longer than PostgreSQL's ${MAX_IDENTIFIER_BYTES} bytes`)
+    throw new ArgumentError(`column name ${JSON.stringify(name.slice(0, 80))} is longer than PostgreSQL's ${MAX_IDENTIFIER_BYTES} bytes`)
   }
   return `"${name.replaceAll('"', '""')}"`
 }
